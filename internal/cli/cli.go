@@ -1,0 +1,140 @@
+// Package cli is the sitetools command line: it parses subcommands and wires the
+// service together.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/sitetools/sitetools/internal/postgres"
+	"github.com/sitetools/sitetools/server"
+	"github.com/sitetools/sitetools/tools"
+)
+
+// version is set at build time with -ldflags "-X github.com/sitetools/sitetools/internal/cli.version=v1.2.3".
+var version = ""
+
+const usage = `usage: sitetools <command> [flags]
+
+commands:
+  serve      run the service (configuration from the environment, see README)
+  migrate    apply pending database migrations (DATABASE_URL)
+  version    print the version
+`
+
+// usageError is a mistake on the command line: exit code 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// ExitCode is the process exit code for err: 2 for usage mistakes, 1 otherwise.
+func ExitCode(err error) int {
+	var u usageError
+	if errors.As(err, &u) {
+		return 2
+	}
+	return 1
+}
+
+// Run runs the command named by args[0].
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usageError{"no command given"}
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return serve(ctx, rest, stderr)
+	case "migrate":
+		return migrate(ctx, rest, stdout)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "sitetools", Version())
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return usageError{fmt.Sprintf("unknown command %q", cmd)}
+}
+
+// Version is the build's version: the -ldflags value, else the module version.
+func Version() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+func noFlags(name string, args []string) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("%s takes no arguments", name)}
+	}
+	return nil
+}
+
+func serve(ctx context.Context, args []string, stderr io.Writer) error {
+	if err := noFlags("serve", args); err != nil {
+		return err
+	}
+	cfg, err := server.LoadConfig(os.Getenv)
+	if err != nil {
+		return fmt.Errorf("configuration:\n  %s", strings.ReplaceAll(err.Error(), "\n", "\n  "))
+	}
+	logger := newLogger(stderr, cfg.LogLevel)
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, cfg.DatabaseMaxConns)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.Ready(ctx); err != nil {
+		// Serve anyway: /readyz reports it, and the service recovers when the database does.
+		logger.Warn("database not ready", "err", err.Error())
+	}
+	app, err := server.New(cfg, server.Options{DB: db, Logger: logger, Register: registerTools})
+	if err != nil {
+		return err
+	}
+	logger.Info("starting", "version", Version(), "tools", len(app.Registry().Tools()))
+	return app.Run(ctx)
+}
+
+// registerTools adds every tool of the site to the registry.
+func registerTools(r *tools.Registry) error {
+	return nil
+}
+
+func migrate(ctx context.Context, args []string, stdout io.Writer) error {
+	if err := noFlags("migrate", args); err != nil {
+		return err
+	}
+	url := os.Getenv("DATABASE_URL")
+	if url == "" {
+		return errors.New("configuration:\n  DATABASE_URL is required")
+	}
+	v, err := postgres.Migrate(ctx, url)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "database schema at version %d\n", v)
+	return nil
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}

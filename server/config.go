@@ -1,0 +1,190 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the service's configuration, loaded from the environment once at start-up.
+// Every variable is documented in the README.
+type Config struct {
+	DatabaseURL      string
+	DatabaseMaxConns int32
+
+	ListenAddr      string // host:port, or unix:/path for a 0600 Unix socket
+	AdminListenAddr string // loopback by default; "off" (stored as "") disables the admin listener
+	AdminToken      string
+
+	SiteURL            string   // the site's own origin, always allowed
+	CORSAllowedOrigins []string // further origins allowed to call the API from a browser
+	TrustedProxies     []netip.Prefix
+
+	RateLimitPerMinute int   // tool calls per client per minute; 0 disables
+	BodyLimitBytes     int64 // request body limit of the public API
+	ToolTimeout        time.Duration
+	ShutdownTimeout    time.Duration
+	LogLevel           string
+}
+
+// LoadConfig reads the configuration through getenv (os.Getenv in production) and
+// reports every problem at once, one line each.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	l := loader{getenv: getenv}
+	c := Config{
+		DatabaseURL:        l.str("DATABASE_URL", ""),
+		DatabaseMaxConns:   int32(l.integer("DATABASE_MAX_CONNS", 20, 1, 1000)),
+		ListenAddr:         l.str("LISTEN_ADDR", ":8080"),
+		AdminListenAddr:    l.str("ADMIN_LISTEN_ADDR", "127.0.0.1:9090"),
+		AdminToken:         l.str("ADMIN_TOKEN", ""),
+		SiteURL:            l.str("SITE_URL", ""),
+		CORSAllowedOrigins: l.origins("CORS_ALLOWED_ORIGINS"),
+		TrustedProxies:     l.prefixes("TRUSTED_PROXIES"),
+		RateLimitPerMinute: l.integer("RATE_LIMIT_PER_MINUTE", 60, 0, 1_000_000),
+		BodyLimitBytes:     int64(l.integer("BODY_LIMIT_BYTES", 64<<10, 1024, 16<<20)),
+		ToolTimeout:        l.duration("TOOL_TIMEOUT", 10*time.Second),
+		ShutdownTimeout:    l.duration("SHUTDOWN_TIMEOUT", 20*time.Second),
+		LogLevel:           l.str("LOG_LEVEL", "info"),
+	}
+	if c.DatabaseURL == "" {
+		l.fail("DATABASE_URL", "is required (e.g. postgres://user:pass@host:5432/sitetools)")
+	} else if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		// The URL holds a password: never repeat it.
+		l.fail("DATABASE_URL", "must be a postgres:// URL")
+	}
+	if c.SiteURL != "" {
+		o, err := origin(c.SiteURL)
+		if err != nil {
+			l.fail("SITE_URL", err.Error())
+		}
+		c.SiteURL = o
+	}
+	if c.ListenAddr == "" {
+		l.fail("LISTEN_ADDR", "must not be empty")
+	}
+	if c.AdminListenAddr == "off" {
+		c.AdminListenAddr = ""
+	}
+	if c.AdminListenAddr != "" && c.AdminToken == "" {
+		l.fail("ADMIN_TOKEN", "is required while the admin listener is on (set ADMIN_LISTEN_ADDR=off to turn it off)")
+	} else if c.AdminToken != "" && len(c.AdminToken) < 16 {
+		l.fail("ADMIN_TOKEN", "must be at least 16 characters")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		l.fail("LOG_LEVEL", "must be one of debug, info, warn, error")
+	}
+	return c, errors.Join(l.errs...)
+}
+
+// AllowedOrigins returns every origin allowed to call the public API from a browser.
+func (c Config) AllowedOrigins() []string {
+	out := append([]string(nil), c.CORSAllowedOrigins...)
+	if c.SiteURL != "" {
+		out = append(out, c.SiteURL)
+	}
+	return out
+}
+
+type loader struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (l *loader) fail(name, msg string) {
+	l.errs = append(l.errs, fmt.Errorf("%s %s", name, msg))
+}
+
+func (l *loader) str(name, def string) string {
+	v, ok := l.lookup(name)
+	if !ok {
+		return def
+	}
+	return v
+}
+
+func (l *loader) lookup(name string) (string, bool) {
+	v := strings.TrimSpace(l.getenv(name))
+	return v, v != ""
+}
+
+func (l *loader) integer(name string, def, lo, hi int) int {
+	v, ok := l.lookup(name)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		l.fail(name, fmt.Sprintf("must be a whole number from %d to %d, got %q", lo, hi, v))
+		return def
+	}
+	return n
+}
+
+func (l *loader) duration(name string, def time.Duration) time.Duration {
+	v, ok := l.lookup(name)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		l.fail(name, fmt.Sprintf("must be a positive duration such as 10s, got %q", v))
+		return def
+	}
+	return d
+}
+
+func (l *loader) origins(name string) []string {
+	v, _ := l.lookup(name)
+	var out []string
+	for _, s := range splitList(v) {
+		if s == "*" {
+			out = append(out, s)
+			continue
+		}
+		o, err := origin(s)
+		if err != nil {
+			l.fail(name, fmt.Sprintf("%q: %v", s, err))
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+func (l *loader) prefixes(name string) []netip.Prefix {
+	v, _ := l.lookup(name)
+	var out []netip.Prefix
+	for _, s := range splitList(v) {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+		} else if a, err := netip.ParseAddr(s); err == nil {
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+		} else {
+			l.fail(name, fmt.Sprintf("%q is neither an IP address nor a CIDR range", s))
+		}
+	}
+	return out
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
+		out = append(out, s)
+	}
+	return out
+}
+
+// origin returns the scheme://host[:port] of an absolute http(s) URL.
+func origin(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", errors.New("must be an absolute http(s) URL such as https://example.com")
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host), nil
+}

@@ -1,0 +1,100 @@
+package server
+
+import (
+	"errors"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/sitetools/sitetools/tools"
+)
+
+// codes maps every error code to its HTTP status. It is the only such table.
+var codes = map[string]int{
+	tools.CodeMalformedRequest:       http.StatusBadRequest,
+	tools.CodeInvalidArguments:       http.StatusBadRequest,
+	tools.CodeQueryTooLong:           http.StatusBadRequest,
+	tools.CodeIdempotencyKeyRequired: http.StatusBadRequest,
+	tools.CodeUnauthorized:           http.StatusUnauthorized,
+	tools.CodeOriginNotAllowed:       http.StatusForbidden,
+	tools.CodeConsentRequired:        http.StatusForbidden,
+	tools.CodeNotFound:               http.StatusNotFound,
+	tools.CodeUnknownTool:            http.StatusNotFound,
+	tools.CodeMethodNotAllowed:       http.StatusMethodNotAllowed,
+	tools.CodeIdempotencyConflict:    http.StatusConflict,
+	tools.CodeBodyTooLarge:           http.StatusRequestEntityTooLarge,
+	tools.CodeUnsupportedMediaType:   http.StatusUnsupportedMediaType,
+	tools.CodeRateLimited:            http.StatusTooManyRequests,
+	tools.CodeInternal:               http.StatusInternalServerError,
+	tools.CodeUnavailable:            http.StatusServiceUnavailable,
+}
+
+// Status returns the HTTP status for an error code; unknown codes are internal.
+func Status(code string) int {
+	if s, ok := codes[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// errorBody is the one shape of every error response.
+type errorBody struct {
+	Error errorPayload `json:"error"`
+}
+
+type errorPayload struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details []tools.Detail `json:"details,omitempty"`
+}
+
+// writeError sends err in the one error shape. Errors without a code are logged and
+// shown as "internal" with a message that says nothing about internals.
+func writeError(c echo.Context, logger *slog.Logger, err error) error {
+	e := toolsError(err)
+	status := Status(e.Code)
+	if status >= 500 {
+		// The cause may name hosts or queries of ours but never request content.
+		logger.Error("request failed", "route", c.Path(), "code", e.Code, "err", errString(e))
+	}
+	if e.Code == tools.CodeInternal {
+		e = &tools.Error{Code: tools.CodeInternal, Message: "internal error"}
+	}
+	if e.RetryAfter > 0 {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
+	}
+	c.Set(ctxErrorCode, e.Code)
+	return c.JSON(status, errorBody{errorPayload{Code: e.Code, Message: e.Message, Details: e.Details}})
+}
+
+func errString(e *tools.Error) string {
+	if e.Err != nil {
+		return e.Err.Error()
+	}
+	return e.Message
+}
+
+// toolsError converts echo's own errors (unknown route, wrong method) and everything
+// else into a *tools.Error.
+func toolsError(err error) *tools.Error {
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		switch he.Code {
+		case http.StatusNotFound:
+			return tools.Errorf(tools.CodeNotFound, "no such route")
+		case http.StatusMethodNotAllowed:
+			return tools.Errorf(tools.CodeMethodNotAllowed, "method not allowed on this route")
+		case http.StatusRequestEntityTooLarge:
+			return tools.Errorf(tools.CodeBodyTooLarge, "request body too large")
+		case http.StatusUnsupportedMediaType:
+			return tools.Errorf(tools.CodeUnsupportedMediaType, "unsupported media type")
+		case http.StatusUnauthorized:
+			return tools.Errorf(tools.CodeUnauthorized, "missing or wrong bearer token")
+		}
+		return &tools.Error{Code: tools.CodeInternal, Message: "internal error", Err: err}
+	}
+	return tools.AsError(err)
+}

@@ -1,0 +1,85 @@
+package server
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sitetools/sitetools/tools"
+)
+
+// metrics are the service's Prometheus series. Labels are tool names, channels, route
+// templates and codes: never arguments or client addresses.
+type metrics struct {
+	reg          *prometheus.Registry
+	toolCalls    *prometheus.CounterVec
+	toolDuration *prometheus.HistogramVec
+	httpRequests *prometheus.CounterVec
+	httpDuration *prometheus.HistogramVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sitetools_tool_calls_total",
+			Help: "Tool calls by tool, channel and outcome (ok, tool_error, or an error code).",
+		}, []string{"tool", "channel", "outcome"}),
+		toolDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sitetools_tool_call_duration_seconds",
+			Help:    "Duration of tool calls.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"tool", "channel"}),
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sitetools_http_requests_total",
+			Help: "HTTP requests by route template, method and status.",
+		}, []string{"route", "method", "status"}),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sitetools_http_request_duration_seconds",
+			Help:    "Duration of HTTP requests by route template.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"route"}),
+	}
+	m.reg.MustRegister(m.toolCalls, m.toolDuration, m.httpRequests, m.httpDuration,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) intercept(ctx context.Context, call *tools.Call, next tools.Invoker) (*tools.Result, error) {
+	start := time.Now()
+	res, err := next(ctx, call)
+	outcome := "ok"
+	switch {
+	case err != nil:
+		outcome = tools.ErrorCode(err)
+	case res.IsError:
+		outcome = "tool_error"
+	}
+	channel := call.Request.Channel
+	if channel == "" {
+		channel = "internal"
+	}
+	m.toolCalls.WithLabelValues(call.Tool.Name, channel, outcome).Inc()
+	m.toolDuration.WithLabelValues(call.Tool.Name, channel).Observe(time.Since(start).Seconds())
+	return res, err
+}
+
+func (m *metrics) observeHTTP(route, method string, status int, d time.Duration) {
+	switch method {
+	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS":
+	default:
+		method = "other"
+	}
+	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.httpDuration.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// metricsHandler handles GET /metrics on the admin listener.
+func (a *App) metricsHandler() echo.HandlerFunc {
+	return echo.WrapHandler(promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
+}

@@ -1,0 +1,153 @@
+package server
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/rs/cors"
+
+	"github.com/sitetools/sitetools/tools"
+)
+
+// Keys of values handlers leave in the echo context for the request log.
+const (
+	ctxTool      = "sitetools.tool"
+	ctxChannel   = "sitetools.channel"
+	ctxErrorCode = "sitetools.code"
+)
+
+// observe logs one line per request and counts it. The line has the route template,
+// never the path or query string, and no body, header or client address.
+func (a *App) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		route := c.Path()
+		if route == "" || route == "/*" {
+			route = "unmatched"
+		}
+		status := c.Response().Status
+		latency := time.Since(start)
+		a.metrics.observeHTTP(route, c.Request().Method, status, latency)
+
+		attrs := make([]slog.Attr, 0, 7)
+		attrs = append(attrs,
+			slog.String("method", c.Request().Method),
+			slog.String("route", route),
+			slog.Int("status", status),
+			slog.Float64("latency_ms", float64(latency.Microseconds())/1000),
+		)
+		for _, k := range [...]struct{ key, attr string }{{ctxTool, "tool"}, {ctxChannel, "channel"}, {ctxErrorCode, "code"}} {
+			if v, ok := c.Get(k.key).(string); ok {
+				attrs = append(attrs, slog.String(k.attr, v))
+			}
+		}
+		level := slog.LevelInfo
+		if status >= 500 {
+			level = slog.LevelError
+		}
+		a.logger.LogAttrs(c.Request().Context(), level, "request", attrs...)
+		return nil
+	}
+}
+
+// recoverer turns a panic in a handler into a 500 with the one error shape.
+func (a *App) recoverer(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				a.logger.Error("handler panicked", "route", c.Path(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				err = &tools.Error{Code: tools.CodeInternal, Message: "internal error", Err: fmt.Errorf("panic: %v", p)}
+			}
+		}()
+		return next(c)
+	}
+}
+
+// allowOrigin reports whether a browser on origin may call the public API: the site's
+// own origin, the configured origins, and same-origin requests (Origin matches Host).
+func (a *App) allowOrigin(r *http.Request, origin string) bool {
+	o := strings.ToLower(origin)
+	if slices.Contains(a.cfg.CORSAllowedOrigins, "*") || slices.Contains(a.cfg.AllowedOrigins(), o) {
+		return true
+	}
+	_, host, ok := strings.Cut(o, "://")
+	return ok && host == strings.ToLower(r.Host)
+}
+
+// cors answers preflights and sets CORS headers for allowed origins. No credentials:
+// the API uses no cookies.
+func (a *App) cors() echo.MiddlewareFunc {
+	c := cors.New(cors.Options{
+		AllowOriginVaryRequestFunc: func(r *http.Request, origin string) (bool, []string) {
+			return a.allowOrigin(r, origin), nil
+		},
+		AllowedMethods: []string{http.MethodGet, http.MethodPost},
+		AllowedHeaders: []string{"Content-Type", "Idempotency-Key", "If-None-Match", "Mcp-Protocol-Version", "Last-Event-ID"},
+		ExposedHeaders: []string{"ETag", "Retry-After"},
+		MaxAge:         600,
+	})
+	return echo.WrapMiddleware(c.Handler)
+}
+
+// checkOrigin refuses requests from browsers on origins that are not allowed. Requests
+// without an Origin header (servers, curl, MCP clients) pass.
+func (a *App) checkOrigin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		origin := c.Request().Header.Get("Origin")
+		if origin != "" && !a.allowOrigin(c.Request(), origin) {
+			return tools.Errorf(tools.CodeOriginNotAllowed, "requests from this origin are not allowed")
+		}
+		return next(c)
+	}
+}
+
+// requireToken guards the admin listener with the bearer ADMIN_TOKEN.
+func (a *App) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
+	want := sha256.Sum256([]byte(a.cfg.AdminToken))
+	return func(c echo.Context) error {
+		got, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+		sum := sha256.Sum256([]byte(got))
+		if !ok || a.cfg.AdminToken == "" || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="sitetools-admin"`)
+			return tools.Errorf(tools.CodeUnauthorized, "missing or wrong bearer token")
+		}
+		return next(c)
+	}
+}
+
+func methodNotAllowed(c echo.Context) error {
+	return tools.Errorf(tools.CodeMethodNotAllowed, "method %s is not allowed on this route", c.Request().Method)
+}
+
+// ipExtractor finds the client address: the socket peer, or, when the peer is a trusted
+// proxy, the nearest untrusted address in X-Forwarded-For.
+func ipExtractor(trusted []netip.Prefix) echo.IPExtractor {
+	if len(trusted) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, p := range trusted {
+		_, ipnet, err := net.ParseCIDR(p.String())
+		if err == nil {
+			opts = append(opts, echo.TrustIPRange(ipnet))
+		}
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
+}

@@ -1,0 +1,80 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/sitetools/sitetools/tools"
+)
+
+
+// RateLimiter allows each client perMinute calls per minute, with bursts up to that
+// many. It is per replica and in memory: addresses are never stored elsewhere.
+type RateLimiter struct {
+	perMinute int
+	now       func() time.Time
+
+	mu        sync.Mutex
+	clients   map[string]*rate.Limiter
+	lastSweep time.Time
+}
+
+// NewRateLimiter returns a limiter; perMinute 0 allows everything. now is the clock
+// (nil: time.Now).
+func NewRateLimiter(perMinute int, now func() time.Time) *RateLimiter {
+	if now == nil {
+		now = time.Now
+	}
+	return &RateLimiter{perMinute: perMinute, now: now, clients: map[string]*rate.Limiter{}}
+}
+
+// Allow takes one call from client's allowance. When none is left it returns false and
+// how long until one is.
+func (l *RateLimiter) Allow(client string) (bool, time.Duration) {
+	if l.perMinute <= 0 {
+		return true, 0
+	}
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweep(now)
+	lim, ok := l.clients[client]
+	if !ok {
+		lim = rate.NewLimiter(rate.Every(time.Minute/time.Duration(l.perMinute)), l.perMinute)
+		l.clients[client] = lim
+	}
+	r := lim.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
+
+// sweep forgets clients whose allowance is full again, at most once a minute.
+func (l *RateLimiter) sweep(now time.Time) {
+	if now.Sub(l.lastSweep) < time.Minute {
+		return
+	}
+	l.lastSweep = now
+	for k, lim := range l.clients {
+		if lim.TokensAt(now) >= float64(l.perMinute) {
+			delete(l.clients, k)
+		}
+	}
+}
+
+// Intercept applies the limit to every tool call, on every channel.
+func (l *RateLimiter) Intercept(ctx context.Context, call *tools.Call, next tools.Invoker) (*tools.Result, error) {
+	if ok, wait := l.Allow(call.Request.Client); !ok {
+		return nil, &tools.Error{
+			Code:       tools.CodeRateLimited,
+			Message:    "too many requests; retry after the time in Retry-After",
+			RetryAfter: max(wait, time.Second),
+		}
+	}
+	return next(ctx, call)
+}

@@ -1,0 +1,50 @@
+package server
+
+import (
+	"github.com/labstack/echo/v4"
+)
+
+// publicRoutes is every public route of the service.
+func (a *App) publicRoutes() *echo.Echo {
+	e := a.newEcho()
+	e.IPExtractor = ipExtractor(a.cfg.TrustedProxies)
+	e.Use(a.recoverer, a.observe)
+
+	e.GET("/healthz", a.healthz)
+	e.GET("/readyz", a.readyz)
+
+	api := e.Group("/api", a.cors(), a.checkOrigin)
+	api.GET("/chat/tools", a.listTools)
+	api.POST("/chat/tools", a.callTool)
+	// Methods the route does not serve get 405 with the one error shape, also for
+	// browsers (their preflight OPTIONS is answered by the CORS middleware).
+	api.Match([]string{"PUT", "PATCH", "DELETE", "OPTIONS"}, "/chat/tools", methodNotAllowed)
+	return e
+}
+
+// adminRoutes is every route of the admin listener, all behind the bearer token.
+func (a *App) adminRoutes() *echo.Echo {
+	e := a.newEcho()
+	e.IPExtractor = ipExtractor(nil)
+	e.Use(a.recoverer, a.observe, a.requireToken)
+	e.GET("/metrics", a.metricsHandler())
+	return e
+}
+
+func (a *App) newEcho() *echo.Echo {
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.Logger.SetOutput(discard{})
+	e.HTTPErrorHandler = func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		_ = writeError(c, a.logger, err)
+	}
+	return e
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

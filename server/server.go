@@ -1,0 +1,184 @@
+// Package server is the HTTP edge of sitetools: configuration, routes, middleware, the
+// error table, and the channels that serve the tool registry.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sitetools/sitetools/internal/postgres"
+	"github.com/sitetools/sitetools/tools"
+)
+
+// App is the service: the public API, the admin API, and what they share.
+type App struct {
+	cfg      Config
+	db       *postgres.DB
+	logger   *slog.Logger
+	registry *tools.Registry
+	metrics  *metrics
+	limiter  *RateLimiter
+
+	public *echo.Echo
+	admin  *echo.Echo
+}
+
+// Options are what New needs beside the configuration.
+type Options struct {
+	DB     *postgres.DB
+	Logger *slog.Logger // nil discards
+	// Register adds the tools to the registry; an error stops start-up.
+	Register func(*tools.Registry) error
+}
+
+// New builds the service. It does not listen; see Run, or Handler for tests.
+func New(cfg Config, opts Options) (*App, error) {
+	if opts.DB == nil {
+		return nil, errors.New("server.New: a database is required")
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	a := &App{
+		cfg:     cfg,
+		db:      opts.DB,
+		logger:  logger,
+		metrics: newMetrics(),
+		limiter: NewRateLimiter(cfg.RateLimitPerMinute, nil),
+	}
+	idem := postgres.NewIdempotencyStore(opts.DB)
+	a.registry = tools.NewRegistry(&tools.Options{
+		DefaultTimeout: cfg.ToolTimeout,
+		Logger:         logger,
+		// Outermost first: metrics see every outcome, rate limits apply before any work.
+		Interceptors: []tools.Interceptor{a.metrics.intercept, a.limiter.Intercept, idem.Interceptor},
+	})
+	if opts.Register != nil {
+		if err := opts.Register(a.registry); err != nil {
+			return nil, fmt.Errorf("server.New: %w", err)
+		}
+	}
+	a.public = a.publicRoutes()
+	a.admin = a.adminRoutes()
+	return a, nil
+}
+
+// Registry is the tool registry every channel serves.
+func (a *App) Registry() *tools.Registry { return a.registry }
+
+// Handler is the public API.
+func (a *App) Handler() http.Handler { return a.public }
+
+// AdminHandler is the admin API.
+func (a *App) AdminHandler() http.Handler { return a.admin }
+
+// Run serves until ctx is done, then shuts down gracefully: listeners close, requests
+// in flight finish (within the shutdown timeout), and Run returns.
+func (a *App) Run(ctx context.Context) error {
+	type server struct {
+		name string
+		srv  *http.Server
+		ln   net.Listener
+	}
+	var servers []server
+	pub, err := listen(a.cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("server.Run: LISTEN_ADDR: %w", err)
+	}
+	servers = append(servers, server{"public", a.httpServer(a.public), pub})
+	if a.cfg.AdminListenAddr != "" {
+		adm, err := listen(a.cfg.AdminListenAddr)
+		if err != nil {
+			pub.Close()
+			return fmt.Errorf("server.Run: ADMIN_LISTEN_ADDR: %w", err)
+		}
+		servers = append(servers, server{"admin", a.httpServer(a.admin), adm})
+	}
+
+	errc := make(chan error, len(servers))
+	for _, s := range servers {
+		a.logger.Info("listening", "listener", s.name, "addr", s.ln.Addr().String())
+		go func() {
+			if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("%s listener: %w", s.name, err)
+			}
+		}()
+	}
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	a.logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
+	defer cancel()
+	var errs []error
+	for _, s := range servers {
+		if err := s.srv.Shutdown(shutdownCtx); err != nil {
+			errs = append(errs, fmt.Errorf("%s shutdown: %w", s.name, err))
+		}
+	}
+	if serveErr != nil {
+		errs = append(errs, serveErr)
+	}
+	return errors.Join(errs...)
+}
+
+func (a *App) httpServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(a.logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// listen opens host:port, or a Unix socket for "unix:/path" with mode 0600, removing a
+// stale socket left by a previous run.
+func listen(addr string) (net.Listener, error) {
+	path, ok := strings.CutPrefix(addr, "unix:")
+	if !ok {
+		return net.Listen("tcp", addr)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s exists and is not a socket", path)
+		}
+		if c, err := net.Dial("unix", path); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("%s is in use by another process", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, err
+		}
+	}
+	// Create the socket with no permissions for group and others from the start.
+	old := umask(0o177)
+	ln, err := net.Listen("unix", path)
+	umask(old)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+// PrometheusRegistry is where the service's metrics are registered.
+func (a *App) PrometheusRegistry() *prometheus.Registry { return a.metrics.reg }
