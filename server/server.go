@@ -83,29 +83,36 @@ func (a *App) Handler() http.Handler { return a.public }
 // AdminHandler is the admin API.
 func (a *App) AdminHandler() http.Handler { return a.admin }
 
-// Run serves until ctx is done, then shuts down gracefully: listeners close, requests
-// in flight finish (within the shutdown timeout), and Run returns.
+// Run listens on LISTEN_ADDR (and ADMIN_LISTEN_ADDR unless off) and serves until ctx
+// is done; see Serve.
 func (a *App) Run(ctx context.Context) error {
+	pub, err := listen(a.cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("server.Run: LISTEN_ADDR: %w", err)
+	}
+	var adm net.Listener
+	if a.cfg.AdminListenAddr != "" {
+		if adm, err = listen(a.cfg.AdminListenAddr); err != nil {
+			pub.Close()
+			return fmt.Errorf("server.Run: ADMIN_LISTEN_ADDR: %w", err)
+		}
+	}
+	return a.Serve(ctx, pub, adm)
+}
+
+// Serve serves the public API on pub and, when adm is not nil, the admin API on adm,
+// until ctx is done. Then it shuts down gracefully: the listeners close, requests in
+// flight finish (within SHUTDOWN_TIMEOUT), and Serve returns.
+func (a *App) Serve(ctx context.Context, pub, adm net.Listener) error {
 	type server struct {
 		name string
 		srv  *http.Server
 		ln   net.Listener
 	}
-	var servers []server
-	pub, err := listen(a.cfg.ListenAddr)
-	if err != nil {
-		return fmt.Errorf("server.Run: LISTEN_ADDR: %w", err)
-	}
-	servers = append(servers, server{"public", a.httpServer(a.public), pub})
-	if a.cfg.AdminListenAddr != "" {
-		adm, err := listen(a.cfg.AdminListenAddr)
-		if err != nil {
-			pub.Close()
-			return fmt.Errorf("server.Run: ADMIN_LISTEN_ADDR: %w", err)
-		}
+	servers := []server{{"public", a.httpServer(a.public), pub}}
+	if adm != nil {
 		servers = append(servers, server{"admin", a.httpServer(a.admin), adm})
 	}
-
 	errc := make(chan error, len(servers))
 	for _, s := range servers {
 		a.logger.Info("listening", "listener", s.name, "addr", s.ln.Addr().String())

@@ -1,0 +1,66 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/sitetools/sitetools/internal/postgres"
+	"github.com/sitetools/sitetools/internal/postgres/pgtest"
+)
+
+func TestPgvectorAndSchema(t *testing.T) {
+	db := pgtest.NewDB(t)
+	ctx := context.Background()
+	var version string
+	if err := db.Pool.QueryRow(ctx, `SELECT extversion FROM pg_extension WHERE extname = 'vector'`).Scan(&version); err != nil {
+		t.Fatalf("pgvector is not installed: %v", err)
+	}
+	if version == "" {
+		t.Fatal("empty pgvector version")
+	}
+	t.Logf("pgvector %s", version)
+	// The vector type is registered on the pool's connections: a round trip works.
+	var dist float64
+	if err := db.Pool.QueryRow(ctx, `SELECT '[1,0,0]'::vector <=> '[0,1,0]'::vector`).Scan(&dist); err != nil || dist != 1 {
+		t.Fatalf("cosine distance = %v, %v; want 1", dist, err)
+	}
+	v, err := db.SchemaVersion(ctx)
+	if err != nil || v != postgres.LatestVersion() {
+		t.Fatalf("schema version %d (%v), want %d", v, err, postgres.LatestVersion())
+	}
+	if err := db.Ready(ctx); err != nil {
+		t.Fatalf("Ready: %v", err)
+	}
+}
+
+func TestMigrateIsIdempotentAndReadyNeedsIt(t *testing.T) {
+	url := pgtest.NewURL(t)
+	ctx := context.Background()
+	v, err := postgres.Migrate(ctx, url)
+	if err != nil || v != postgres.LatestVersion() {
+		t.Fatalf("Migrate on a migrated database: %d, %v", v, err)
+	}
+	db, err := postgres.Open(ctx, url, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Pool.Exec(ctx, `DELETE FROM goose_db_version WHERE version_id > 0`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Ready(ctx); err == nil {
+		t.Fatal("Ready with an unmigrated schema")
+	}
+}
+
+func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
+	db, err := postgres.Open(context.Background(), "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Ready(context.Background())
+	if err == nil || !postgres.IsUnavailable(err) {
+		t.Fatalf("Ready = %v, want an unavailable error", err)
+	}
+}

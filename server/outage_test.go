@@ -1,0 +1,112 @@
+package server_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sitetools/sitetools/internal/postgres"
+)
+
+// cluster is a PostgreSQL server of this test's own, which it can stop and start.
+type cluster struct {
+	t   *testing.T
+	env []string
+}
+
+func newCluster(t *testing.T) (*cluster, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TEST_DATABASE_URL=") {
+			env = append(env, kv)
+		}
+	}
+	c := &cluster{t: t, env: append(env, "PGWORK="+t.TempDir(), "PGPORT="+strconv.Itoa(port))}
+	url := c.run("start")
+	t.Cleanup(func() { c.run("stop") })
+	return c, url
+}
+
+func (c *cluster) run(verb string) string {
+	c.t.Helper()
+	cmd := exec.Command("../deploy/dev/postgres.sh", verb)
+	cmd.Env = c.env
+	out, err := cmd.Output()
+	if err != nil {
+		c.t.Fatalf("postgres.sh %s: %v", verb, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestDatabaseOutage stops the database under a running service: requests that need it
+// get 503 unavailable with Retry-After (never 500), and the first request after the
+// database is back succeeds, without restarting the service.
+func TestDatabaseOutage(t *testing.T) {
+	c, url := newCluster(t)
+	ctx := context.Background()
+	if _, err := postgres.Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	db, err := postgres.Open(ctx, url, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	te := newEnvWithDB(t, db, url, nil)
+
+	call := func(key string) response {
+		return te.call(t, `{"name":"counter.add","arguments":{"n":1}}`, map[string]string{"Idempotency-Key": key})
+	}
+	if r := call("before"); r.status != http.StatusOK {
+		t.Fatalf("before the outage: %d %s", r.status, r.body)
+	}
+
+	c.run("stop")
+	for i, check := range []func() response{
+		func() response { return call("during") },
+		func() response { return call("during-2") },
+		func() response { return te.do(t, http.MethodGet, "/readyz", nil, nil) },
+	} {
+		r := check()
+		if r.status != http.StatusServiceUnavailable {
+			t.Fatalf("during the outage, request %d: status %d: %s", i, r.status, r.body)
+		}
+		if code, _, _ := r.errorBody(t); code != "unavailable" {
+			t.Fatalf("code %q", code)
+		}
+		if s, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || s < 1 {
+			t.Fatalf("Retry-After %q", r.header.Get("Retry-After"))
+		}
+	}
+	// Read-only tools that need no database keep working.
+	if r := te.call(t, `{"name":"echo","arguments":{"text":"a"}}`, nil); r.status != http.StatusOK {
+		t.Fatalf("read-only tool during the outage: %d", r.status)
+	}
+	// The failed call released nothing half-done: the handler never ran.
+	if te.counter.Load() != 1 {
+		t.Fatalf("handler ran %d times, want 1", te.counter.Load())
+	}
+
+	c.run("start")
+	if r := call("during"); r.status != http.StatusOK {
+		t.Fatalf("first request after the outage: %d %s", r.status, r.body)
+	}
+	if r := te.do(t, http.MethodGet, "/readyz", nil, nil); r.status != http.StatusOK {
+		t.Fatalf("readyz after the outage: %d %s", r.status, r.body)
+	}
+	if r := call("before"); r.status != http.StatusOK || te.counter.Load() != 2 {
+		t.Fatalf("the key stored before the outage was lost: status %d, runs %d", r.status, te.counter.Load())
+	}
+}

@@ -1,0 +1,231 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sitetools/sitetools/internal/postgres/pgtest"
+	"github.com/sitetools/sitetools/server"
+	"github.com/sitetools/sitetools/tools"
+)
+
+func unixClient(path string) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}}}
+}
+
+// TestGracefulShutdown: a request in flight when the service is told to stop completes,
+// and Run returns afterwards. The service listens on a Unix socket, created 0600.
+func TestGracefulShutdown(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "sitetools.sock")
+	// A stale socket from an earlier run is replaced.
+	stale, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.(*net.UnixListener).SetUnlinkOnClose(false)
+	stale.Close()
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	cfg := testConfig(t, "postgres://unused", map[string]string{"LISTEN_ADDR": "unix:" + sock})
+	app, err := server.New(cfg, server.Options{DB: pgtest.NewDB(t), Register: func(r *tools.Registry) error {
+		return r.Add(tools.Tool{
+			Name: "wait", Description: "Waits until released.", InputSchema: json.RawMessage(`{"type":"object"}`),
+			Annotations: tools.Annotations{ReadOnly: true},
+			Handler: func(context.Context, json.RawMessage) (*tools.Result, error) {
+				close(entered)
+				<-release
+				return tools.TextResult("done"), nil
+			},
+		})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- app.Run(ctx) }()
+
+	client := unixClient(sock)
+	type result struct {
+		status int
+		body   string
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		for {
+			// Until the listener is up, dialing fails at once; retry.
+			resp, err := client.Post("http://sitetools/api/chat/tools", "application/json", strings.NewReader(`{"name":"wait"}`))
+			if err != nil && strings.Contains(err.Error(), "connect:") {
+				select {
+				case <-ctx.Done():
+				default:
+					time.Sleep(5 * time.Millisecond)
+					continue
+				}
+			}
+			if err != nil {
+				done <- result{err: err}
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			done <- result{status: resp.StatusCode, body: string(b)}
+			return
+		}
+	}()
+	<-entered
+	fi, err := os.Stat(sock)
+	if err != nil || fi.Mode().Perm() != 0o600 || fi.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("socket mode %v, err %v", fi.Mode(), err)
+	}
+
+	stop() // as SIGTERM does
+	select {
+	case err := <-runErr:
+		t.Fatalf("Run returned with a request in flight: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	r := <-done
+	if r.err != nil || r.status != http.StatusOK || !strings.Contains(r.body, "done") {
+		t.Fatalf("in-flight request: %+v", r)
+	}
+	if err := <-runErr; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if _, err := client.Get("http://sitetools/healthz"); err == nil {
+		t.Fatal("still serving after shutdown")
+	}
+}
+
+// TestPrivacy sends distinctive markers in every part of requests and asserts that
+// none reaches a log line or a metric, and that no response sets a cookie.
+func TestPrivacy(t *testing.T) {
+	te := newEnv(t, map[string]string{"RATE_LIMIT_PER_MINUTE": "2", "TRUSTED_PROXIES": "127.0.0.1", "ADMIN_TOKEN": "admin-token-0123456789"})
+	markers := []string{"MARKERargQ7", "MARKERkeyZ3", "MARKERqsP1", "MARKERnameW2", "198.51.100.77", "admin-token-0123456789"}
+	h := map[string]string{"Idempotency-Key": "MARKERkeyZ3", "X-Forwarded-For": "198.51.100.77", "User-Agent": "MARKERua"}
+	var responses []response
+	responses = append(responses,
+		te.call(t, `{"name":"echo","arguments":{"text":"MARKERargQ7"}}`, h),
+		te.call(t, `{"name":"counter.add","arguments":{"n":1,"x":"MARKERargQ7"}}`, h),
+		te.call(t, `{"name":"counter.add","arguments":{"n":1}}`, h),
+		te.call(t, `{"name":"MARKERnameW2"}`, h),
+		te.do(t, http.MethodGet, "/api/chat/tools?q=MARKERqsP1", nil, h),
+		te.do(t, http.MethodPost, "/api/chat/tools?q=MARKERqsP1", strings.NewReader(`{"name":"boom"}`), map[string]string{"Content-Type": "application/json"}),
+	)
+	for _, r := range responses {
+		if c := r.header.Get("Set-Cookie"); c != "" {
+			t.Fatalf("a response set a cookie: %s", c)
+		}
+	}
+	metrics := te.scrape(t, "admin-token-0123456789")
+	logs := te.logs.String()
+	if !strings.Contains(logs, `"route":"/api/chat/tools"`) || !strings.Contains(logs, `"tool":"echo"`) || !strings.Contains(logs, `"channel":"webmcp"`) {
+		t.Fatalf("logs lack route, tool or channel:\n%s", logs)
+	}
+	for _, m := range append(markers, "MARKERua", "127.0.0.1") {
+		if strings.Contains(logs, m) {
+			t.Errorf("log contains %q:\n%s", m, logs)
+		}
+		if strings.Contains(metrics, m) {
+			t.Errorf("metrics contain %q", m)
+		}
+	}
+}
+
+func (te *testEnv) scrape(t *testing.T, token string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	rec := httptest.NewRecorder()
+	te.app.AdminHandler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("metrics: status %d: %s", rec.Code, rec.Body.String())
+	}
+	return rec.Body.String()
+}
+
+func TestAdminMetrics(t *testing.T) {
+	te := newEnv(t, map[string]string{"ADMIN_TOKEN": "admin-token-0123456789"})
+	te.call(t, `{"name":"echo","arguments":{"text":"a"}}`, nil)
+	te.call(t, `{"name":"echo","arguments":{}}`, nil)
+	te.call(t, `{"name":"range.check"}`, nil)
+	adm := newAdminServer(t, te)
+	for _, tc := range []struct{ auth string }{{""}, {"Bearer wrong-token-0123456789"}, {"Basic YWRtaW46YWRtaW4="}} {
+		req, _ := http.NewRequest(http.MethodGet, adm+"/metrics", nil)
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(b), `"code":"unauthorized"`) {
+			t.Fatalf("auth %q: status %d %s", tc.auth, resp.StatusCode, b)
+		}
+	}
+	m := te.scrape(t, "admin-token-0123456789")
+	for _, want := range []string{
+		`sitetools_tool_calls_total{channel="webmcp",outcome="ok",tool="echo"} 1`,
+		`sitetools_tool_calls_total{channel="webmcp",outcome="invalid_arguments",tool="echo"} 1`,
+		`sitetools_tool_calls_total{channel="webmcp",outcome="tool_error",tool="range.check"} 1`,
+		`sitetools_tool_call_duration_seconds_count{channel="webmcp",tool="echo"} 2`,
+		`sitetools_http_requests_total{method="POST",route="/api/chat/tools",status="200"} 2`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+func newAdminServer(t *testing.T, te *testEnv) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: te.app.AdminHandler()}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+func TestConfigErrorsNameEveryVariable(t *testing.T) {
+	vars := map[string]string{
+		"DATABASE_URL":          "mysql://x",
+		"RATE_LIMIT_PER_MINUTE": "lots",
+		"TRUSTED_PROXIES":       "10.0.0.0/8, not-an-ip",
+		"CORS_ALLOWED_ORIGINS":  "ftp://x",
+		"TOOL_TIMEOUT":          "-1s",
+		"BODY_LIMIT_BYTES":      "1",
+		"LOG_LEVEL":             "loud",
+		"SITE_URL":              "example.com",
+	}
+	_, err := server.LoadConfig(func(k string) string { return vars[k] })
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, name := range []string{"DATABASE_URL", "RATE_LIMIT_PER_MINUTE", "TRUSTED_PROXIES", "CORS_ALLOWED_ORIGINS", "TOOL_TIMEOUT", "BODY_LIMIT_BYTES", "LOG_LEVEL", "SITE_URL", "ADMIN_TOKEN"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error does not name %s:\n%v", name, err)
+		}
+	}
+	if n := strings.Count(err.Error(), "\n") + 1; n != 9 {
+		t.Errorf("%d lines, want one per problem (9):\n%v", n, err)
+	}
+}
