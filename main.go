@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	_ "time/tzdata" // IANA time zones even in a scratch or distroless image
 
 	"github.com/sitetools/sitetools/internal/cli"
 )

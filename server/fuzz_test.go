@@ -35,7 +35,7 @@ func FuzzCallBody(f *testing.F) {
 		}
 		var shape struct {
 			Error   *struct{ Code, Message string } `json:"error"`
-			Content []struct{ Type, Text string }  `json:"content"`
+			Content []struct{ Type, Text string }   `json:"content"`
 		}
 		if err := json.Unmarshal(rec.Body.Bytes(), &shape); err != nil {
 			t.Fatalf("status %d, body not JSON: %s", rec.Code, rec.Body.Bytes())

@@ -10,7 +10,6 @@ import (
 	"github.com/sitetools/sitetools/tools"
 )
 
-
 // RateLimiter allows each client perMinute calls per minute, with bursts up to that
 // many. It is per replica and in memory: addresses are never stored elsewhere.
 type RateLimiter struct {

@@ -139,4 +139,3 @@ func clip(s string, n int) string {
 	}
 	return fmt.Sprintf("%s…", s[:n])
 }
-

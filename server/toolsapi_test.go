@@ -200,11 +200,11 @@ func TestCORS(t *testing.T) {
 		origin    string
 		wantAllow bool
 	}{
-		{"https://site.example", true},     // SITE_URL, always allowed
-		{"https://partner.example", true},  // configured
-		{"https://evil.example", false},    // neither
-		{te.srv.URL, true},                 // same origin as the request's Host
-		{"http://site.example", false},     // scheme matters
+		{"https://site.example", true},    // SITE_URL, always allowed
+		{"https://partner.example", true}, // configured
+		{"https://evil.example", false},   // neither
+		{te.srv.URL, true},                // same origin as the request's Host
+		{"http://site.example", false},    // scheme matters
 		{"https://site.example.evil", false},
 	} {
 		t.Run(tc.origin, func(t *testing.T) {

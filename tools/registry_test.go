@@ -85,9 +85,9 @@ func TestCatalogIsSortedStableAndFollowsChanges(t *testing.T) {
 func TestCall(t *testing.T) {
 	r := tools.NewRegistry(&tools.Options{DefaultTimeout: time.Second})
 	r.MustAdd(tools.Tool{
-		Name:        "greet",
-		Description: "greets",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","maxLength":5},"times":{"type":"integer","minimum":1}},"required":["name"],"additionalProperties":false}`),
+		Name:         "greet",
+		Description:  "greets",
+		InputSchema:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","maxLength":5},"times":{"type":"integer","minimum":1}},"required":["name"],"additionalProperties":false}`),
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{"greeting":{"type":"string"}},"required":["greeting"],"additionalProperties":false}`),
 		Handler: func(_ context.Context, args json.RawMessage) (*tools.Result, error) {
 			var in struct{ Name string }

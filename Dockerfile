@@ -1,0 +1,20 @@
+# syntax=docker/dockerfile:1
+# Multi-stage build: a static binary on distroless, run as a non-root user.
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
+COPY . .
+ARG VERSION=devel
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=0 go build -trimpath \
+      -ldflags "-s -w -X github.com/sitetools/sitetools/internal/cli.version=${VERSION}" \
+      -o /out/sitetools .
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/sitetools /usr/local/bin/sitetools
+USER 65532:65532
+ENV LISTEN_ADDR=:8080
+EXPOSE 8080 9090
+ENTRYPOINT ["/usr/local/bin/sitetools"]
+CMD ["serve"]

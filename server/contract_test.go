@@ -1,0 +1,622 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/labstack/echo/v4"
+
+	"github.com/sitetools/sitetools/internal/postgres"
+	"github.com/sitetools/sitetools/internal/postgres/pgtest"
+	"github.com/sitetools/sitetools/server"
+	"github.com/sitetools/sitetools/tools"
+)
+
+// specPath is the public contract, at the repository root.
+const specPath = "../openapi.yaml"
+
+const (
+	siteOrigin    = "https://site.example"
+	partnerOrigin = "https://partner.example"
+	evilOrigin    = "https://evil.example"
+)
+
+// loadSpec loads and validates openapi.yaml, examples included, and returns it with a
+// router that matches requests by path alone (the document's server is relative).
+func loadSpec(t *testing.T) (*openapi3.T, routers.Router) {
+	t.Helper()
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromFile(specPath)
+	if err != nil {
+		t.Fatalf("load %s: %v", specPath, err)
+	}
+	if !doc.IsOpenAPI31OrLater() {
+		t.Fatalf("%s: openapi is %q, want 3.1.x", specPath, doc.OpenAPI)
+	}
+	if err := doc.Validate(loader.Context, openapi3.EnableExamplesValidation()); err != nil {
+		t.Fatalf("%s is not a valid OpenAPI document: %v", specPath, err)
+	}
+	doc.Servers = nil
+	router, err := legacy.NewRouter(doc)
+	if err != nil {
+		t.Fatalf("router: %v", err)
+	}
+	return doc, router
+}
+
+// contractTools registers the tools the contract test calls: a read-only search with
+// an output schema whose queries choose an outcome, and a tool that is not read-only.
+func contractTools(saves *atomic.Int64) func(*tools.Registry) error {
+	return func(r *tools.Registry) error {
+		search := tools.Tool{
+			Name:        "test_search",
+			Title:       "Test search",
+			Description: "Searches the test corpus. Some queries choose an outcome: nothing, expensive, boom, down.",
+			InputSchema: json.RawMessage(`{
+				"type": "object",
+				"properties": {
+					"query": {"type": "string", "minLength": 1, "maxLength": 40},
+					"limit": {"type": "integer", "minimum": 1, "maximum": 5}
+				},
+				"required": ["query"],
+				"additionalProperties": false
+			}`),
+			OutputSchema: json.RawMessage(`{
+				"type": "object",
+				"properties": {
+					"query": {"type": "string"},
+					"hits": {"type": "array", "items": {"type": "string"}}
+				},
+				"required": ["query", "hits"],
+				"additionalProperties": false
+			}`),
+			Annotations: tools.Annotations{ReadOnly: true, Idempotent: true},
+			Handler: func(ctx context.Context, raw json.RawMessage) (*tools.Result, error) {
+				var args struct {
+					Query string `json:"query"`
+					Limit int    `json:"limit"`
+				}
+				if err := json.Unmarshal(raw, &args); err != nil {
+					return nil, err
+				}
+				switch args.Query {
+				case "nothing":
+					return tools.ErrorResult("nothing matches %q; try a broader query", args.Query), nil
+				case "expensive":
+					return nil, tools.Errorf(tools.CodeQueryTooLong, "the query is too long for today's budget; shorten it")
+				case "boom":
+					return nil, errors.New("index at 10.1.2.3 exploded")
+				case "down":
+					return nil, tools.Unavailable("the search index", errors.New("dial tcp 10.1.2.3:5432: connection refused"))
+				}
+				hits := []string{}
+				for i := range max(args.Limit, 1) {
+					hits = append(hits, fmt.Sprintf("%s %d", args.Query, i+1))
+				}
+				return tools.StructuredResult(map[string]any{"query": args.Query, "hits": hits})
+			},
+		}
+		save := tools.Tool{
+			Name:        "test_save",
+			Description: "Saves a note. Changes state: needs an Idempotency-Key.",
+			InputSchema: json.RawMessage(`{
+				"type": "object",
+				"properties": {"note": {"type": "string", "maxLength": 100}},
+				"required": ["note"],
+				"additionalProperties": false
+			}`),
+			Annotations: tools.Annotations{Idempotent: true},
+			Handler: func(ctx context.Context, raw json.RawMessage) (*tools.Result, error) {
+				return tools.TextResult(fmt.Sprintf("saved note #%d", saves.Add(1))), nil
+			},
+		}
+		if err := r.Add(search); err != nil {
+			return err
+		}
+		return r.Add(save)
+	}
+}
+
+// startServer runs the real service in-process on db with the given environment.
+func startServer(t *testing.T, db *postgres.DB, env map[string]string, register func(*tools.Registry) error) (*server.App, *httptest.Server) {
+	t.Helper()
+	vars := map[string]string{
+		// The service gets db directly; the URL only has to be a valid one.
+		"DATABASE_URL":          "postgres://contract@127.0.0.1:1/unused",
+		"ADMIN_LISTEN_ADDR":     "off",
+		"SITE_URL":              siteOrigin,
+		"CORS_ALLOWED_ORIGINS":  partnerOrigin,
+		"RATE_LIMIT_PER_MINUTE": "1000",
+		"BODY_LIMIT_BYTES":      "2048",
+	}
+	for k, v := range env {
+		vars[k] = v
+	}
+	cfg, err := server.LoadConfig(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	app, err := server.New(cfg, server.Options{DB: db, Register: register})
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	srv := httptest.NewServer(app.Handler())
+	t.Cleanup(srv.Close)
+	return app, srv
+}
+
+// unreachableDB is a pool whose database is down: a port nobody listens on.
+func unreachableDB(t *testing.T) *postgres.DB {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	db, err := postgres.Open(context.Background(), "postgres://contract@"+addr+"/down?sslmode=disable&connect_timeout=2", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return db
+}
+
+type contractCase struct {
+	name   string
+	srv    *httptest.Server // nil: the main server
+	method string
+	path   string
+	header http.Header
+	body   string
+	// before adjusts the request just before it is sent (values known only then).
+	before func(r *http.Request)
+	// badRequest: the spec itself rejects this request, as the server does.
+	badRequest bool
+	status     int
+	code       string // the error code of an error response
+	check      func(t *testing.T, res *http.Response, body []byte)
+}
+
+type opKey struct{ method, path string }
+
+func TestContract(t *testing.T) {
+	doc, router := loadSpec(t)
+	db := pgtest.NewDB(t)
+
+	var saves atomic.Int64
+	register := contractTools(&saves)
+	app, mainSrv := startServer(t, db, nil, register)
+	_, limitedSrv := startServer(t, db, map[string]string{"RATE_LIMIT_PER_MINUTE": "1"}, register)
+	_, downSrv := startServer(t, unreachableDB(t), nil, register)
+
+	assertRoutesInSpec(t, app, doc)
+
+	jsonCT := http.Header{"Content-Type": {"application/json"}}
+	with := func(h http.Header, kv ...string) http.Header {
+		out := h.Clone()
+		if out == nil {
+			out = http.Header{}
+		}
+		for i := 0; i < len(kv); i += 2 {
+			out.Set(kv[i], kv[i+1])
+		}
+		return out
+	}
+	var etag string
+	firstSave := []byte(nil)
+	longKey := strings.Repeat("k", 256)
+	bigBody := `{"name":"test_search","arguments":{"query":"` + strings.Repeat("x", 4096) + `"}}`
+
+	cases := []contractCase{
+		{name: "healthz", method: "GET", path: "/healthz", status: 200,
+			check: jsonEquals(`{"status":"ok"}`)},
+		{name: "readyz", method: "GET", path: "/readyz", status: 200,
+			check: jsonEquals(`{"status":"ready"}`)},
+		{name: "readyz database down", srv: downSrv, method: "GET", path: "/readyz", status: 503, code: "unavailable",
+			check: hasHeader("Retry-After", "5")},
+
+		{name: "list", method: "GET", path: "/api/chat/tools", status: 200,
+			check: func(t *testing.T, res *http.Response, body []byte) {
+				etag = res.Header.Get("ETag")
+				var list struct {
+					Tools []map[string]json.RawMessage `json:"tools"`
+				}
+				mustUnmarshal(t, body, &list)
+				var names []string
+				for _, d := range list.Tools {
+					var n string
+					mustUnmarshal(t, d["name"], &n)
+					names = append(names, n)
+				}
+				if !slices.Equal(names, []string{"test_search", "test_save"}) && !slices.Equal(names, []string{"test_save", "test_search"}) {
+					t.Errorf("tools = %v, want test_save and test_search", names)
+				}
+				if !slices.IsSorted(names) {
+					t.Errorf("tools not ordered by name: %v", names)
+				}
+				for _, d := range list.Tools {
+					var n string
+					mustUnmarshal(t, d["name"], &n)
+					_, hasOutput := d["outputSchema"]
+					_, hasTitle := d["title"]
+					if want := n == "test_search"; hasOutput != want || hasTitle != want {
+						t.Errorf("%s: outputSchema present %v, title present %v; want %v", n, hasOutput, hasTitle, want)
+					}
+				}
+			}},
+		{name: "list from an allowed origin", method: "GET", path: "/api/chat/tools", header: with(nil, "Origin", partnerOrigin), status: 200,
+			check: hasHeader("Access-Control-Allow-Origin", partnerOrigin)},
+		{name: "list not modified", method: "GET", path: "/api/chat/tools", status: 304,
+			before: func(r *http.Request) { r.Header.Set("If-None-Match", etag) },
+			check: func(t *testing.T, res *http.Response, body []byte) {
+				if len(body) != 0 {
+					t.Errorf("304 with a body: %q", body)
+				}
+				if got := res.Header.Get("ETag"); got != etag {
+					t.Errorf("ETag = %q, want %q", got, etag)
+				}
+			}},
+		{name: "list not modified weak in a list", method: "GET", path: "/api/chat/tools", status: 304,
+			before: func(r *http.Request) { r.Header.Set("If-None-Match", `"stale", W/`+etag) }},
+		{name: "list stale etag", method: "GET", path: "/api/chat/tools", header: with(nil, "If-None-Match", `"stale"`), status: 200},
+		{name: "list from a disallowed origin", method: "GET", path: "/api/chat/tools", header: with(nil, "Origin", evilOrigin),
+			status: 403, code: "origin_not_allowed"},
+
+		{name: "call", method: "POST", path: "/api/chat/tools", header: jsonCT,
+			body: `{"name":"test_search","arguments":{"query":"hours","limit":2}}`, status: 200,
+			check: func(t *testing.T, res *http.Response, body []byte) {
+				want := `{"query":"hours","hits":["hours 1","hours 2"]}`
+				jsonEquals(`{"content":[{"type":"text","text":`+strconvQuote(want)+`}],"structuredContent":`+want+`,"isError":false}`)(t, res, body)
+			}},
+		{name: "call same-origin from a browser", method: "POST", path: "/api/chat/tools", header: with(jsonCT, "Content-Type", "application/json; charset=utf-8"),
+			body: `{"name":"test_search","arguments":{"query":"hours"}}`, status: 200,
+			before: func(r *http.Request) { r.Header.Set("Origin", "http://"+r.URL.Host) }},
+		{name: "call with null arguments", method: "POST", path: "/api/chat/tools", header: jsonCT,
+			body: `{"name":"test_search","arguments":null}`, status: 400, code: "invalid_arguments",
+			check: details(""),
+		},
+		{name: "call tool error result", method: "POST", path: "/api/chat/tools", header: jsonCT,
+			body: `{"name":"test_search","arguments":{"query":"nothing"}}`, status: 200,
+			check: jsonEquals(`{"content":[{"type":"text","text":"nothing matches \"nothing\"; try a broader query"}],"isError":true}`)},
+		{name: "invalid arguments", method: "POST", path: "/api/chat/tools", header: jsonCT,
+			body: `{"name":"test_search","arguments":{"query":5,"limit":99}}`, status: 400, code: "invalid_arguments",
+			check: details("/limit", "/query")},
+		{name: "query too long", method: "POST", path: "/api/chat/tools", header: jsonCT,
+			body: `{"name":"test_search","arguments":{"query":"expensive"}}`, status: 400, code: "query_too_long"},
+		{name: "idempotency key required", method: "POST", path: "/api/chat/tools", header: jsonCT,
+			body: `{"name":"test_save","arguments":{"note":"a"}}`, status: 400, code: "idempotency_key_required"},
+		{name: "idempotency key too long", method: "POST", path: "/api/chat/tools", header: with(jsonCT, "Idempotency-Key", longKey),
+			body: `{"name":"test_save","arguments":{"note":"a"}}`, badRequest: true, status: 400, code: "malformed_request"},
+		{name: "save", method: "POST", path: "/api/chat/tools", header: with(jsonCT, "Idempotency-Key", "contract-key-1"),
+			body: `{"name":"test_save","arguments":{"note":"a"}}`, status: 200,
+			check: func(t *testing.T, res *http.Response, body []byte) {
+				firstSave = body
+				jsonEquals(`{"content":[{"type":"text","text":"saved note #1"}],"isError":false}`)(t, res, body)
+			}},
+		{name: "save replayed", method: "POST", path: "/api/chat/tools", header: with(jsonCT, "Idempotency-Key", "contract-key-1"),
+			body: `{ "arguments": {"note": "a"}, "name": "test_save" }`, status: 200,
+			check: func(t *testing.T, res *http.Response, body []byte) {
+				jsonEquals(string(firstSave))(t, res, body)
+				if n := saves.Load(); n != 1 {
+					t.Errorf("the tool ran %d times, want once", n)
+				}
+			}},
+		{name: "save key reused with other arguments", method: "POST", path: "/api/chat/tools", header: with(jsonCT, "Idempotency-Key", "contract-key-1"),
+			body: `{"name":"test_save","arguments":{"note":"b"}}`, status: 409, code: "idempotency_conflict"},
+		{name: "unknown tool", method: "POST", path: "/api/chat/tools", header: jsonCT,
+			body: `{"name":"no_such_tool","arguments":{}}`, status: 404, code: "unknown_tool"},
+		{name: "malformed: not JSON", method: "POST", path: "/api/chat/tools", header: jsonCT,
+			body: `{"name":`, badRequest: true, status: 400, code: "malformed_request"},
+		{name: "malformed: not an object", method: "POST", path: "/api/chat/tools", header: jsonCT,
+			body: `["test_search"]`, badRequest: true, status: 400, code: "malformed_request"},
+		{name: "malformed: no name", method: "POST", path: "/api/chat/tools", header: jsonCT,
+			body: `{"arguments":{}}`, badRequest: true, status: 400, code: "malformed_request"},
+		{name: "malformed: name not a string", method: "POST", path: "/api/chat/tools", header: jsonCT,
+			body: `{"name":5}`, badRequest: true, status: 400, code: "malformed_request"},
+		{name: "malformed: empty name", method: "POST", path: "/api/chat/tools", header: jsonCT,
+			body: `{"name":""}`, badRequest: true, status: 400, code: "malformed_request"},
+		{name: "malformed: unknown field", method: "POST", path: "/api/chat/tools", header: jsonCT,
+			body: `{"name":"test_search","arguments":{"query":"a"},"extra":1}`, badRequest: true, status: 400, code: "malformed_request"},
+		{name: "malformed: arguments not an object", method: "POST", path: "/api/chat/tools", header: jsonCT,
+			body: `{"name":"test_search","arguments":"query=a"}`, badRequest: true, status: 400, code: "malformed_request"},
+		{name: "body too large", method: "POST", path: "/api/chat/tools", header: jsonCT,
+			body: bigBody, status: 413, code: "body_too_large"},
+		{name: "unsupported media type", method: "POST", path: "/api/chat/tools", header: with(nil, "Content-Type", "text/plain"),
+			body: `{"name":"test_search","arguments":{"query":"a"}}`, badRequest: true, status: 415, code: "unsupported_media_type"},
+		{name: "call from a disallowed origin", method: "POST", path: "/api/chat/tools", header: with(jsonCT, "Origin", evilOrigin),
+			body: `{"name":"test_search","arguments":{"query":"a"}}`, status: 403, code: "origin_not_allowed"},
+		{name: "internal error", method: "POST", path: "/api/chat/tools", header: jsonCT,
+			body: `{"name":"test_search","arguments":{"query":"boom"}}`, status: 500, code: "internal",
+			check: jsonEquals(`{"error":{"code":"internal","message":"internal error"}}`)},
+		{name: "tool dependency unavailable", method: "POST", path: "/api/chat/tools", header: jsonCT,
+			body: `{"name":"test_search","arguments":{"query":"down"}}`, status: 503, code: "unavailable",
+			check: hasHeader("Retry-After", "5")},
+		{name: "database unavailable", srv: downSrv, method: "POST", path: "/api/chat/tools", header: with(jsonCT, "Idempotency-Key", "contract-key-2"),
+			body: `{"name":"test_save","arguments":{"note":"a"}}`, status: 503, code: "unavailable",
+			check: hasHeader("Retry-After", "5")},
+		{name: "within the rate limit", srv: limitedSrv, method: "POST", path: "/api/chat/tools", header: jsonCT,
+			body: `{"name":"test_search","arguments":{"query":"a"}}`, status: 200},
+		{name: "rate limited", srv: limitedSrv, method: "POST", path: "/api/chat/tools", header: jsonCT,
+			body: `{"name":"test_search","arguments":{"query":"a"}}`, status: 429, code: "rate_limited",
+			check: func(t *testing.T, res *http.Response, body []byte) {
+				if ra := res.Header.Get("Retry-After"); ra == "" || ra == "0" {
+					t.Errorf("Retry-After = %q", ra)
+				}
+			}},
+
+		{name: "put", method: "PUT", path: "/api/chat/tools", status: 405, code: "method_not_allowed"},
+		{name: "patch", method: "PATCH", path: "/api/chat/tools", status: 405, code: "method_not_allowed"},
+		{name: "delete", method: "DELETE", path: "/api/chat/tools", status: 405, code: "method_not_allowed"},
+		{name: "options without preflight", method: "OPTIONS", path: "/api/chat/tools", status: 405, code: "method_not_allowed"},
+		{name: "preflight from an allowed origin", method: "OPTIONS", path: "/api/chat/tools",
+			header: with(nil, "Origin", siteOrigin, "Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "content-type,idempotency-key"),
+			status: 204,
+			check: func(t *testing.T, res *http.Response, body []byte) {
+				hasHeader("Access-Control-Allow-Origin", siteOrigin)(t, res, body)
+				hasHeader("Access-Control-Allow-Methods", "POST")(t, res, body)
+			}},
+		{name: "preflight from a disallowed origin", method: "OPTIONS", path: "/api/chat/tools",
+			header: with(nil, "Origin", evilOrigin, "Access-Control-Request-Method", "POST"),
+			status: 204, check: hasHeader("Access-Control-Allow-Origin", "")},
+	}
+
+	covered := map[opKey]map[int]bool{}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := tc.srv
+			if srv == nil {
+				srv = mainSrv
+			}
+			route, status := runCase(t, router, srv, tc)
+			if route != nil {
+				k := opKey{route.Method, route.Path}
+				if covered[k] == nil {
+					covered[k] = map[int]bool{}
+				}
+				covered[k][status] = true
+			}
+		})
+	}
+
+	// Every operation and every response of the spec was produced by the real service.
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			k := opKey{method, path}
+			if covered[k] == nil {
+				t.Errorf("%s %s is in %s but no case exercised it", method, path, specPath)
+				continue
+			}
+			for status := range op.Responses.Map() {
+				if status == "default" {
+					continue
+				}
+				var code int
+				if _, err := fmt.Sscan(status, &code); err != nil || !covered[k][code] {
+					t.Errorf("%s %s: response %s is in %s but no case produced it", method, path, status, specPath)
+				}
+			}
+		}
+	}
+}
+
+// runCase sends one request to the real service and validates request and response
+// against the spec. It returns the spec's route and the status received.
+func runCase(t *testing.T, router routers.Router, srv *httptest.Server, tc contractCase) (*routers.Route, int) {
+	t.Helper()
+	ctx := context.Background()
+	req, err := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader(tc.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc.body == "" {
+		req.Body, req.GetBody, req.ContentLength = http.NoBody, nil, 0
+	}
+	for k, vs := range tc.header {
+		req.Header[k] = slices.Clone(vs)
+	}
+	if tc.before != nil {
+		tc.before(req)
+	}
+
+	// The request as the spec sees it: same method, path, headers and body.
+	vreq := httptest.NewRequest(tc.method, tc.path, bytes.NewReader([]byte(tc.body)))
+	vreq.Header = req.Header.Clone()
+	route, pathParams, err := router.FindRoute(vreq)
+	if err != nil {
+		t.Fatalf("%s %s is not in %s: %v", tc.method, tc.path, specPath, err)
+	}
+	reqInput := &openapi3filter.RequestValidationInput{
+		Request:    vreq,
+		PathParams: pathParams,
+		Route:      route,
+		Options:    &openapi3filter.Options{MultiError: true},
+	}
+	reqErr := openapi3filter.ValidateRequest(ctx, reqInput)
+	switch {
+	case tc.badRequest && reqErr == nil:
+		t.Errorf("the spec accepts this request, but it is one the service refuses")
+	case !tc.badRequest && reqErr != nil:
+		t.Errorf("request does not match the spec: %v", reqErr)
+	}
+
+	client := &http.Client{Timeout: 20 * time.Second}
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != tc.status {
+		t.Fatalf("status %d, want %d; body %s", res.StatusCode, tc.status, body)
+	}
+
+	resInput := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: reqInput,
+		Status:                 res.StatusCode,
+		Header:                 res.Header,
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	resInput.SetBodyBytes(body)
+	if err := openapi3filter.ValidateResponse(ctx, resInput); err != nil {
+		t.Errorf("response does not match the spec: %v\nheaders: %v\nbody: %s", err, res.Header, body)
+	}
+	// ValidateResponse skips some statuses (304): check what it would have.
+	checkDocumentedHeaders(t, route, res)
+
+	if tc.code != "" {
+		var eb struct {
+			Error struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		mustUnmarshal(t, body, &eb)
+		if eb.Error.Code != tc.code {
+			t.Errorf("error code %q, want %q; body %s", eb.Error.Code, tc.code, body)
+		}
+	}
+	if tc.check != nil {
+		tc.check(t, res, body)
+	}
+	return route, res.StatusCode
+}
+
+// checkDocumentedHeaders checks that the response status is documented and that every
+// header the spec requires for it is present and matches its schema.
+func checkDocumentedHeaders(t *testing.T, route *routers.Route, res *http.Response) {
+	t.Helper()
+	ref := route.Operation.Responses.Status(res.StatusCode)
+	if ref == nil || ref.Value == nil {
+		t.Errorf("status %d is not documented for %s %s", res.StatusCode, route.Method, route.Path)
+		return
+	}
+	for name, h := range ref.Value.Headers {
+		v := res.Header.Get(name)
+		if v == "" {
+			if h.Value.Required {
+				t.Errorf("response header %s is required by the spec but missing", name)
+			}
+			continue
+		}
+		if h.Value.Schema == nil || h.Value.Schema.Value == nil {
+			continue
+		}
+		var value any = v
+		if h.Value.Schema.Value.Type.Is("integer") {
+			var n float64
+			if _, err := fmt.Sscan(v, &n); err != nil {
+				t.Errorf("response header %s = %q is not an integer", name, v)
+				continue
+			}
+			value = n
+		}
+		if err := h.Value.Schema.Value.VisitJSON(value, openapi3.EnableJSONSchema2020()); err != nil {
+			t.Errorf("response header %s = %q does not match the spec: %v", name, v, err)
+		}
+	}
+}
+
+// assertRoutesInSpec fails for any public route of the service that the spec does not
+// describe, so that a new route cannot ship undocumented.
+func assertRoutesInSpec(t *testing.T, app *server.App, doc *openapi3.T) {
+	t.Helper()
+	e, ok := app.Handler().(*echo.Echo)
+	if !ok {
+		t.Fatalf("Handler is a %T, not *echo.Echo: update this test", app.Handler())
+	}
+	for _, r := range e.Routes() {
+		if r.Method == echo.RouteNotFound {
+			continue // a group's catch-all, answering 404 not_found
+		}
+		path := r.Path
+		for _, seg := range strings.Split(path, "/") {
+			if strings.HasPrefix(seg, ":") {
+				path = strings.Replace(path, seg, "{"+seg[1:]+"}", 1)
+			}
+		}
+		item := doc.Paths.Value(path)
+		if item == nil || item.GetOperation(r.Method) == nil {
+			t.Errorf("route %s %s is served but not in %s", r.Method, r.Path, specPath)
+		}
+	}
+}
+
+func jsonEquals(want string) func(t *testing.T, res *http.Response, body []byte) {
+	return func(t *testing.T, res *http.Response, body []byte) {
+		t.Helper()
+		var got, exp any
+		mustUnmarshal(t, body, &got)
+		mustUnmarshal(t, []byte(want), &exp)
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(exp)
+		if !bytes.Equal(g, w) {
+			t.Errorf("body\n got %s\nwant %s", g, w)
+		}
+	}
+}
+
+func hasHeader(name, want string) func(t *testing.T, res *http.Response, body []byte) {
+	return func(t *testing.T, res *http.Response, body []byte) {
+		t.Helper()
+		if got := res.Header.Get(name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+}
+
+// details checks the pointers of an error's details, in order.
+func details(pointers ...string) func(t *testing.T, res *http.Response, body []byte) {
+	return func(t *testing.T, res *http.Response, body []byte) {
+		t.Helper()
+		var eb struct {
+			Error struct {
+				Details []struct {
+					Pointer string `json:"pointer"`
+					Message string `json:"message"`
+				} `json:"details"`
+			} `json:"error"`
+		}
+		mustUnmarshal(t, body, &eb)
+		var got []string
+		for _, d := range eb.Error.Details {
+			got = append(got, d.Pointer)
+			if d.Message == "" {
+				t.Errorf("detail at %q has no message", d.Pointer)
+			}
+		}
+		if !slices.Equal(got, pointers) {
+			t.Errorf("detail pointers %q, want %q; body %s", got, pointers, body)
+		}
+	}
+}
+
+func mustUnmarshal(t *testing.T, b []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("not JSON: %v: %s", err, b)
+	}
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
