@@ -8,10 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"math/big"
 	"regexp"
 	"runtime/debug"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -333,21 +337,58 @@ func (r *Registry) run(ctx context.Context, e *entry, args json.RawMessage) (res
 	return res, nil
 }
 
-// canonicalArguments returns args as compact JSON, {} for none. Anything but a JSON
-// object is refused.
+// canonicalArguments returns args as canonical JSON: {} for none, object keys sorted,
+// duplicate keys resolved (the last wins, as in every decoder here), and integral numbers
+// written as integers (1.0 and 1e2 are integers to JSON Schema, so they must be to a
+// handler decoding into int too). Anything but a JSON object is refused.
 func canonicalArguments(args json.RawMessage) (json.RawMessage, error) {
 	trimmed := bytes.TrimSpace(args)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		return json.RawMessage("{}"), nil
 	}
-	if trimmed[0] != '{' || !json.Valid(trimmed) {
-		return nil, &Error{Code: CodeMalformedRequest, Message: "arguments must be a JSON object"}
+	notObject := &Error{Code: CodeMalformedRequest, Message: "arguments must be a JSON object"}
+	if trimmed[0] != '{' {
+		return nil, notObject
 	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, trimmed); err != nil {
-		return nil, &Error{Code: CodeMalformedRequest, Message: "arguments must be a JSON object"}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.UseNumber()
+	var v map[string]any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return nil, notObject
 	}
-	return buf.Bytes(), nil
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, notObject
+	}
+	b, err := json.Marshal(normalizeNumbers(v))
+	if err != nil {
+		return nil, notObject
+	}
+	return b, nil
+}
+
+func normalizeNumbers(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = normalizeNumbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = normalizeNumbers(e)
+		}
+	case json.Number:
+		if !strings.ContainsAny(string(v), ".eE") {
+			return v
+		}
+		f, _, err := big.ParseFloat(string(v), 10, 256, big.ToNearestEven)
+		if err != nil || !f.IsInt() {
+			return v
+		}
+		if i, acc := f.Int64(); acc == big.Exact {
+			return json.Number(strconv.FormatInt(i, 10))
+		}
+	}
+	return v
 }
 
 func invalidMessage(details []Detail) string {

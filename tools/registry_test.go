@@ -177,3 +177,32 @@ func TestInterceptorsRunInOrderAroundValidation(t *testing.T) {
 		t.Fatalf("trace (-want +got):\n%s", diff)
 	}
 }
+
+func TestArgumentsAreCanonical(t *testing.T) {
+	var got []string
+	r := tools.NewRegistry(nil)
+	r.MustAdd(tools.Tool{Name: "t", Description: "d",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`),
+		Handler: func(_ context.Context, args json.RawMessage) (*tools.Result, error) {
+			got = append(got, string(args))
+			var in struct{ N int }
+			if err := json.Unmarshal(args, &in); err != nil {
+				return nil, err
+			}
+			return tools.TextResult("ok"), nil
+		}})
+	for _, args := range []string{`{"n":1.0,"b":[2.50,3e0],"a":{"z":1,"y":1E2}}`, `{"n":1,"n":2}`, `{"n":12345678901234567890123.0}`} {
+		if _, err := r.Call(context.Background(), "t", json.RawMessage(args)); err != nil && !strings.Contains(args, "123456") {
+			t.Fatalf("%s: %v", args, err)
+		}
+	}
+	want := []string{`{"a":{"y":100,"z":1},"b":[2.50,3],"n":1}`, `{"n":2}`}
+	if diff := cmp.Diff(want, got[:2]); diff != "" {
+		t.Fatalf("arguments (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{`{"n":1} {}`, `{"n":1}x`, `[]`, `"s"`} {
+		if _, err := r.Call(context.Background(), "t", json.RawMessage(bad)); tools.ErrorCode(err) != tools.CodeMalformedRequest {
+			t.Fatalf("%s: %v, want malformed_request", bad, err)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package appointments
 import (
 	"cmp"
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -72,18 +71,25 @@ func FreeSlots(s *Schedule, q Query, busy []Interval) (slots []Slot, truncated b
 		lo = earliest
 	}
 	hi := q.To
-	if horizon := now.AddDate(0, 0, s.HorizonDays); horizon.Before(hi) {
+	// A hand-built schedule could exceed the validated horizon; bounding it bounds the work.
+	if horizon := now.AddDate(0, 0, min(s.HorizonDays, maxHorizonDays)); horizon.Before(hi) {
 		hi = horizon
 	}
-	if hi.Sub(lo) < d {
+	window := hi.Sub(lo)
+	if window < d {
 		return slots, false
 	}
 
-	blocked := mergeBusy(busy, lo, hi, s.BufferBefore, s.BufferAfter)
+	spans := busySpans(busy, lo, window, s.BufferBefore, s.BufferAfter)
 	closed := make([][2]int64, len(s.Closed))
 	for i, c := range s.Closed {
 		closed[i] = [2]int64{c.First.dayNumber(), c.Last.dayNumber()}
 	}
+
+	// Candidates are collected a few days at a time and then checked against all busy spans
+	// at once; a query that fills the limit early stops early.
+	chunk := max(4*limit, 4096)
+	var cands []candidate
 
 	// Dates are walked as UTC midnights, which are exactly the local calendar dates. The walk
 	// starts a day early so that nothing near a midnight transition is missed.
@@ -92,8 +98,7 @@ func FreeSlots(s *Schedule, q Query, busy []Interval) (slots []Slot, truncated b
 	y, m, dd = hi.In(loc).Date()
 	lastDate := time.Date(y, m, dd, 0, 0, 0, 0, time.UTC)
 	for ; !date.After(lastDate); date = date.AddDate(0, 0, 1) {
-		day := date.Unix() / 86400
-		if isClosed(closed, day) {
+		if isClosed(closed, date.Unix()/86400) {
 			continue
 		}
 		for _, r := range s.Weekly[date.Weekday()] {
@@ -103,27 +108,141 @@ func FreeSlots(s *Schedule, q Query, busy []Interval) (slots []Slot, truncated b
 				if !ok {
 					continue
 				}
-				end := start.Add(d)
-				if start.Before(lo) || end.After(hi) || overlaps(blocked, start.Sub(lo), end.Sub(lo)) {
-					continue
+				if a := start.Sub(lo); a >= 0 && a <= window-d {
+					cands = append(cands, candidate{a, start})
 				}
-				slots = append(slots, Slot{Start: start, End: end})
 			}
 		}
-		// Later dates only add later slots, so once past the limit the rest cannot matter.
-		if len(slots) > limit {
-			slots = sortSlots(slots)
+		if len(cands) >= chunk {
+			slots = appendFree(slots, cands, spans, d)
+			cands = cands[:0]
+			// Later dates only hold later slots, so the rest cannot matter.
 			if len(slots) > limit {
 				break
 			}
 		}
 	}
-	slots = sortSlots(slots)
+	slots = appendFree(slots, cands, spans, d)
+	slices.SortFunc(slots, func(x, y Slot) int { return x.Start.Compare(y.Start) })
 	if len(slots) > limit {
 		return slots[:limit:limit], true
 	}
 	return slots, false
 }
+
+// candidate is a slot that passed every check but the busy time, with its start as an
+// offset from the start of the query window.
+type candidate struct {
+	a     time.Duration
+	start time.Time
+}
+
+// span is a busy interval, extended by the buffers, as offsets from the start of the query
+// window, so that comparisons are integer comparisons.
+type span struct{ start, end time.Duration }
+
+// busySpans extends each busy interval by the buffers and keeps those that reach into the
+// window [0, window). They stay unsorted and may overlap: appendFree needs neither.
+func busySpans(busy []Interval, lo time.Time, window, before, after time.Duration) []span {
+	// Offsets are computed from Unix seconds rather than with Time.Sub, which is several
+	// times slower. Clamping to a margin wider than the buffers keeps the arithmetic from
+	// overflowing without changing which spans reach the window.
+	loSec, loNsec := lo.Unix(), lo.Nanosecond()
+	marginSec := int64((before+after)/time.Second) + 2
+	minSec, maxSec := -marginSec, int64(window/time.Second)+marginSec
+	offset := func(t time.Time) time.Duration {
+		sec := min(max(t.Unix()-loSec, minSec), maxSec)
+		return time.Duration(sec)*time.Second + time.Duration(t.Nanosecond()-loNsec)
+	}
+	spans := make([]span, 0, len(busy))
+	for _, b := range busy {
+		start, end := offset(b.Start), offset(b.End)
+		if end < start {
+			start, end = end, start
+		}
+		start, end = start-before, end+after
+		if end < 0 || start >= window {
+			continue
+		}
+		spans = append(spans, span{start, end})
+	}
+	return spans
+}
+
+// appendFree appends the candidates of length d that meet no busy span. Sorted by start,
+// the candidates a span meets are a contiguous run; it is found through an index and marked
+// in a difference array. That is O(candidates + spans) on average, with no sort of the busy
+// time and no pairwise comparison.
+func appendFree(slots []Slot, cands []candidate, spans []span, d time.Duration) []Slot {
+	if len(cands) == 0 {
+		return slots
+	}
+	if !slices.IsSortedFunc(cands, compareCandidates) {
+		slices.SortFunc(cands, compareCandidates)
+	}
+	// Equal starts only come from overlapping opening ranges; offer each slot once.
+	cands = slices.CompactFunc(cands, func(x, y candidate) bool { return x.a == y.a })
+	idx := newStartIndex(cands)
+	marks := make([]int32, len(cands)+1)
+	for _, sp := range spans {
+		// A slot [a, a+d) meets [sp.start, sp.end) when sp.start-d < a < sp.end.
+		if sp.end <= idx.first || sp.start-d >= idx.last {
+			continue
+		}
+		marks[idx.search(sp.start-d+1)]++
+		marks[idx.search(sp.end)]--
+	}
+	var covered int32
+	for k, c := range cands {
+		covered += marks[k]
+		if covered == 0 {
+			slots = append(slots, Slot{Start: c.start, End: c.start.Add(d)})
+		}
+	}
+	return slots
+}
+
+// startIndex finds the first of sorted candidates that starts at or after an offset. Bucket
+// k holds the first candidate at or after first + k·width; with about one candidate per
+// bucket a search is a lookup and a short scan. (A binary search here cost twice as much:
+// with random busy time its branches are mispredicted.)
+type startIndex struct {
+	offs               []time.Duration
+	buckets            []int32
+	first, last, width time.Duration
+}
+
+func newStartIndex(cands []candidate) *startIndex {
+	x := &startIndex{offs: make([]time.Duration, len(cands))}
+	for i, c := range cands {
+		x.offs[i] = c.a
+	}
+	x.first, x.last = x.offs[0], x.offs[len(x.offs)-1]
+	x.width = (x.last-x.first)/time.Duration(len(x.offs)) + 1
+	for i, at := 0, x.first; at <= x.last; at += x.width {
+		for x.offs[i] < at {
+			i++
+		}
+		x.buckets = append(x.buckets, int32(i))
+	}
+	return x
+}
+
+func (x *startIndex) search(a time.Duration) int {
+	if a <= x.first {
+		return 0
+	}
+	if a > x.last {
+		return len(x.offs)
+	}
+	i := int(x.buckets[(a-x.first)/x.width])
+	for x.offs[i] < a {
+		i++
+	}
+	return i
+}
+
+func compareCandidates(x, y candidate) int { return cmp.Compare(x.a, y.a) }
 
 // slotAt returns the instant at which a slot of length d starting at wall-clock offset off on
 // date begins: the earliest instant with that wall-clock time whose end, d later, shows the
@@ -188,54 +307,4 @@ func isClosed(closed [][2]int64, day int64) bool {
 		}
 	}
 	return false
-}
-
-// span is a busy interval as offsets from the start of the query window, which makes the
-// sort and the searches integer comparisons.
-type span struct{ start, end time.Duration }
-
-// mergeBusy extends each busy interval by the buffers, keeps those that reach into
-// [lo, hi), and merges them into sorted, disjoint, non-touching spans.
-func mergeBusy(busy []Interval, lo, hi time.Time, before, after time.Duration) []span {
-	spans := make([]span, 0, len(busy))
-	for _, b := range busy {
-		start, end := b.Start, b.End
-		if end.Before(start) {
-			start, end = end, start
-		}
-		start, end = start.Add(-before), end.Add(after)
-		if end.Before(lo) || !start.Before(hi) {
-			continue
-		}
-		spans = append(spans, span{start.Sub(lo), end.Sub(lo)})
-	}
-	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
-	merged := spans[:0]
-	for _, sp := range spans {
-		if k := len(merged) - 1; k >= 0 && sp.start <= merged[k].end {
-			merged[k].end = max(merged[k].end, sp.end)
-			continue
-		}
-		merged = append(merged, sp)
-	}
-	return merged
-}
-
-// overlaps reports whether [a, b) meets a blocked span. Spans are disjoint and sorted, so
-// their ends are sorted too and a binary search finds the only candidate.
-func overlaps(blocked []span, a, b time.Duration) bool {
-	i := sort.Search(len(blocked), func(i int) bool { return blocked[i].end > a })
-	return i < len(blocked) && blocked[i].start < b
-}
-
-func sortSlots(slots []Slot) []Slot {
-	slices.SortFunc(slots, func(x, y Slot) int {
-		if c := x.Start.Compare(y.Start); c != 0 {
-			return c
-		}
-		return x.End.Compare(y.End)
-	})
-	return slices.CompactFunc(slots, func(x, y Slot) bool {
-		return x.Start.Equal(y.Start) && x.End.Equal(y.End)
-	})
 }
