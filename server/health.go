@@ -2,11 +2,13 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/tools"
 )
 
@@ -23,7 +25,10 @@ func (a *App) readyz(c echo.Context) error {
 		e := tools.AsError(err)
 		if e.Code != tools.CodeUnavailable {
 			e = tools.Unavailable("the database", err)
-			e.Message = "not ready: " + err.Error()
+			var outdated *postgres.SchemaOutdatedError
+			if errors.As(err, &outdated) {
+				e.Message = "not ready: " + outdated.Error()
+			}
 		}
 		return writeError(c, a.logger, e)
 	}

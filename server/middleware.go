@@ -132,8 +132,12 @@ func (a *App) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-func methodNotAllowed(c echo.Context) error {
-	return tools.Errorf(tools.CodeMethodNotAllowed, "method %s is not allowed on this route", c.Request().Method)
+// methodNotAllowed answers a method the route does not serve.
+func methodNotAllowed(allow string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set("Allow", allow)
+		return tools.Errorf(tools.CodeMethodNotAllowed, "method %s is not allowed on this route; allowed: %s", clip(c.Request().Method, 16), allow)
+	}
 }
 
 // ipExtractor finds the client address: the socket peer, or, when the peer is a trusted

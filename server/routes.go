@@ -14,11 +14,12 @@ func (a *App) publicRoutes() *echo.Echo {
 	e.GET("/readyz", a.readyz)
 
 	api := e.Group("/api", a.cors(), a.checkOrigin)
+	// Methods a route does not serve get 405 with the one error shape and Allow (a
+	// browser's preflight OPTIONS is answered by the CORS middleware first).
+	api.Any("/chat/tools", methodNotAllowed("GET, HEAD, POST"))
 	api.GET("/chat/tools", a.listTools)
+	api.HEAD("/chat/tools", a.listTools)
 	api.POST("/chat/tools", a.callTool)
-	// Methods the route does not serve get 405 with the one error shape, also for
-	// browsers (their preflight OPTIONS is answered by the CORS middleware).
-	api.Match([]string{"PUT", "PATCH", "DELETE", "OPTIONS"}, "/chat/tools", methodNotAllowed)
 	return e
 }
 

@@ -239,3 +239,19 @@ func TestHealthAndReadiness(t *testing.T) {
 		t.Fatalf("readyz %d %s", r.status, r.body)
 	}
 }
+
+func TestMethodNotAllowedSaysWhatIs(t *testing.T) {
+	te := newEnv(t, nil)
+	for _, m := range []string{http.MethodPut, http.MethodDelete, "PROPFIND"} {
+		r := te.do(t, m, "/api/chat/tools", nil, nil)
+		if r.status != http.StatusMethodNotAllowed || r.header.Get("Allow") != "GET, HEAD, POST" {
+			t.Fatalf("%s: status %d, Allow %q", m, r.status, r.header.Get("Allow"))
+		}
+		if code, _, _ := r.errorBody(t); code != "method_not_allowed" {
+			t.Fatalf("%s: code %s", m, code)
+		}
+	}
+	if r := te.do(t, http.MethodHead, "/api/chat/tools", nil, nil); r.status != http.StatusOK || r.header.Get("ETag") == "" {
+		t.Fatalf("HEAD: status %d", r.status)
+	}
+}

@@ -138,9 +138,16 @@ func (db *DB) Ready(ctx context.Context) error {
 		return err
 	}
 	if v != latestVersion {
-		return fmt.Errorf("schema at version %d, this build needs %d: run sitetools migrate", v, latestVersion)
+		return &SchemaOutdatedError{Have: v, Want: latestVersion}
 	}
 	return nil
+}
+
+// SchemaOutdatedError reports a database whose schema is not the one this build needs.
+type SchemaOutdatedError struct{ Have, Want int64 }
+
+func (e *SchemaOutdatedError) Error() string {
+	return fmt.Sprintf("database schema at version %d, this build needs %d: run sitetools migrate", e.Have, e.Want)
 }
 
 // Wrap turns an error that means "the database cannot be reached" into a

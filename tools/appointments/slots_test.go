@@ -478,22 +478,7 @@ weekly: {monday: [08:00-12:00, 13:00-18:00], tuesday: [09:00-17:00], wednesday: 
 				}
 				busy[i] = Interval{start, end}
 			}
-			var want []string
-			for _, sl := range all {
-				free := true
-				for _, b := range busy {
-					bs, be := b.Start, b.End
-					if be.Before(bs) {
-						bs, be = be, bs
-					}
-					if sl.Start.Before(be.Add(s.BufferAfter)) && bs.Add(-s.BufferBefore).Before(sl.End) {
-						free = false
-					}
-				}
-				if free {
-					want = append(want, wall([]Slot{sl})[0])
-				}
-			}
+			want := wall(naiveFree(s, all, busy))
 			got, _ := FreeSlots(s, q, busy)
 			if diff := cmp.Diff(want, wall(got)); diff != "" {
 				t.Errorf("slots (-naive +FreeSlots):\n%s", diff)
@@ -503,6 +488,62 @@ weekly: {monday: [08:00-12:00, 13:00-18:00], tuesday: [09:00-17:00], wednesday: 
 	}
 	if !removedSome {
 		t.Error("random bookings never removed a slot; the test checks nothing")
+	}
+}
+
+// naiveFree keeps the slots that overlap no busy interval extended by the buffers,
+// comparing every slot with every interval.
+func naiveFree(s *Schedule, all []Slot, busy []Interval) []Slot {
+	var free []Slot
+	for _, sl := range all {
+		ok := true
+		for _, b := range busy {
+			bs, be := b.Start, b.End
+			if be.Before(bs) {
+				bs, be = be, bs
+			}
+			if sl.Start.Before(be.Add(s.BufferAfter)) && bs.Add(-s.BufferBefore).Before(sl.End) {
+				ok = false
+			}
+		}
+		if ok {
+			free = append(free, sl)
+		}
+	}
+	return free
+}
+
+// TestFreeSlotsLimitAcrossChunks covers queries with more candidates than FreeSlots checks
+// at once, where the first candidates are all busy and the limit falls in a later batch.
+func TestFreeSlotsLimitAcrossChunks(t *testing.T) {
+	s := mustSchedule(t, "timezone: Europe/Berlin\nhorizonDays: 60\nslotMinutes: 5\nweekly: {"+
+		"monday: [00:00-24:00], tuesday: [00:00-24:00], wednesday: [00:00-24:00], thursday: [00:00-24:00], "+
+		"friday: [00:00-24:00], saturday: [00:00-24:00], sunday: [00:00-24:00]}\n")
+	q := Query{From: local("2026-04-01 00:00"), To: local("2026-05-01 00:00"), Now: local("2026-03-31 00:00"), Limit: 1 << 20}
+	all, _ := FreeSlots(s, q, nil)
+	if len(all) != 30*288 {
+		t.Fatalf("%d candidates; want %d", len(all), 30*288)
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	busy := []Interval{busyLocal("2026-03-30 00:00", "2026-04-20 00:00")}
+	for range 300 {
+		start := local("2026-04-20 00:00").Add(time.Duration(rng.IntN(11*24*60)) * time.Minute)
+		busy = append(busy, Interval{start, start.Add(time.Duration(rng.IntN(120)) * time.Minute)})
+	}
+	free := naiveFree(s, all, busy)
+	for _, limit := range []int{1, 50, 200, 1000, len(free), 5000} {
+		t.Run(fmt.Sprint(limit), func(t *testing.T) {
+			q := q
+			q.Limit = limit
+			got, truncated := FreeSlots(s, q, busy)
+			want := free[:min(limit, len(free))]
+			if diff := cmp.Diff(wall(want), wall(got)); diff != "" {
+				t.Errorf("slots (-naive +FreeSlots):\n%s", diff)
+			}
+			if wantTruncated := len(free) > limit; truncated != wantTruncated {
+				t.Errorf("truncated = %v; want %v", truncated, wantTruncated)
+			}
+		})
 	}
 }
 
