@@ -24,11 +24,32 @@ type Config struct {
 	CORSAllowedOrigins []string // further origins allowed to call the API from a browser
 	TrustedProxies     []netip.Prefix
 
+	Embeddings Embeddings
+	Search     Search
+
 	RateLimitPerMinute int   // tool calls per client per minute; 0 disables
 	BodyLimitBytes     int64 // request body limit of the public API
 	ToolTimeout        time.Duration
 	ShutdownTimeout    time.Duration
 	LogLevel           string
+}
+
+// Embeddings configures the embedding provider and its cost guard.
+type Embeddings struct {
+	Provider         string // "local" | "openai"
+	BaseURL          string
+	APIKey           string
+	Model            string
+	Dimensions       int
+	DailyTokenBudget int64 // 0: unlimited
+	PricePerMTok     float64
+	Timeout          time.Duration
+}
+
+// Search configures search_site.
+type Search struct {
+	MaxQueryChars  int
+	MaxQueryTokens int
 }
 
 // LoadConfig reads the configuration through getenv (os.Getenv in production) and
@@ -44,6 +65,20 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		SiteURL:            l.str("SITE_URL", ""),
 		CORSAllowedOrigins: l.origins("CORS_ALLOWED_ORIGINS"),
 		TrustedProxies:     l.prefixes("TRUSTED_PROXIES"),
+		Embeddings: Embeddings{
+			Provider:         l.str("EMBEDDINGS_PROVIDER", "local"),
+			BaseURL:          l.str("EMBEDDINGS_BASE_URL", ""),
+			APIKey:           l.str("EMBEDDINGS_API_KEY", ""),
+			Model:            l.str("EMBEDDINGS_MODEL", ""),
+			Dimensions:       l.integer("EMBEDDINGS_DIMENSIONS", 0, 1, 16000),
+			DailyTokenBudget: int64(l.integer("EMBEDDINGS_DAILY_TOKEN_BUDGET", 0, 0, 1<<40)),
+			PricePerMTok:     l.float("EMBEDDINGS_PRICE_PER_MTOK", 0),
+			Timeout:          l.duration("EMBEDDINGS_TIMEOUT", 5*time.Second),
+		},
+		Search: Search{
+			MaxQueryChars:  l.integer("SEARCH_MAX_QUERY_CHARS", 300, 10, 10000),
+			MaxQueryTokens: l.integer("SEARCH_MAX_QUERY_TOKENS", 96, 4, 8192),
+		},
 		RateLimitPerMinute: l.integer("RATE_LIMIT_PER_MINUTE", 60, 0, 1_000_000),
 		BodyLimitBytes:     int64(l.integer("BODY_LIMIT_BYTES", 64<<10, 1024, 16<<20)),
 		ToolTimeout:        l.duration("TOOL_TIMEOUT", 10*time.Second),
@@ -73,6 +108,26 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		l.fail("ADMIN_TOKEN", "is required while the admin listener is on (set ADMIN_LISTEN_ADDR=off to turn it off)")
 	} else if c.AdminToken != "" && len(c.AdminToken) < 16 {
 		l.fail("ADMIN_TOKEN", "must be at least 16 characters")
+	}
+	switch c.Embeddings.Provider {
+	case "local":
+		if c.Embeddings.Dimensions == 0 {
+			c.Embeddings.Dimensions = 384
+		}
+	case "openai":
+		if c.Embeddings.Model == "" {
+			l.fail("EMBEDDINGS_MODEL", "is required with EMBEDDINGS_PROVIDER=openai (e.g. text-embedding-3-small, nomic-embed-text)")
+		}
+		if c.Embeddings.Dimensions == 0 {
+			l.fail("EMBEDDINGS_DIMENSIONS", "is required with EMBEDDINGS_PROVIDER=openai: the length of the model's vectors (e.g. 768 for nomic-embed-text)")
+		}
+		if c.Embeddings.BaseURL != "" {
+			if u, err := url.Parse(c.Embeddings.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				l.fail("EMBEDDINGS_BASE_URL", "must be an http(s) URL such as http://localhost:11434/v1")
+			}
+		}
+	default:
+		l.fail("EMBEDDINGS_PROVIDER", "must be local or openai")
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -124,6 +179,19 @@ func (l *loader) integer(name string, def, lo, hi int) int {
 		return def
 	}
 	return n
+}
+
+func (l *loader) float(name string, def float64) float64 {
+	v, ok := l.lookup(name)
+	if !ok {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 {
+		l.fail(name, fmt.Sprintf("must be a number ≥ 0, got %q", v))
+		return def
+	}
+	return f
 }
 
 func (l *loader) duration(name string, def time.Duration) time.Duration {

@@ -23,9 +23,12 @@ type metrics struct {
 	httpDuration *prometheus.HistogramVec
 }
 
-func newMetrics() *metrics {
+func newMetrics(reg *prometheus.Registry) *metrics {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
+		reg: reg,
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sitetools_tool_calls_total",
 			Help: "Tool calls by tool, channel and outcome (ok, tool_error, or an error code).",

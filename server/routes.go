@@ -29,6 +29,7 @@ func (a *App) adminRoutes() *echo.Echo {
 	e.IPExtractor = ipExtractor(nil)
 	e.Use(a.recoverer, a.observe, a.requireToken)
 	e.GET("/metrics", a.metricsHandler())
+	e.GET("/admin/usage", a.usageReport)
 	return e
 }
 

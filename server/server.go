@@ -28,6 +28,7 @@ type App struct {
 	registry *tools.Registry
 	metrics  *metrics
 	limiter  *RateLimiter
+	usage    func(ctx context.Context, days int) (any, error)
 
 	public *echo.Echo
 	admin  *echo.Echo
@@ -39,6 +40,11 @@ type Options struct {
 	Logger *slog.Logger // nil discards
 	// Register adds the tools to the registry; an error stops start-up.
 	Register func(*tools.Registry) error
+	// Metrics is where the service's metrics go (nil: a registry of its own). Pass one to
+	// add the metrics of other parts.
+	Metrics *prometheus.Registry
+	// Usage reports paid usage on the admin API (nil: no report).
+	Usage func(ctx context.Context, days int) (any, error)
 }
 
 // New builds the service. It does not listen; see Run, or Handler for tests.
@@ -54,7 +60,8 @@ func New(cfg Config, opts Options) (*App, error) {
 		cfg:     cfg,
 		db:      opts.DB,
 		logger:  logger,
-		metrics: newMetrics(),
+		metrics: newMetrics(opts.Metrics),
+		usage:   opts.Usage,
 		limiter: NewRateLimiter(cfg.RateLimitPerMinute, nil),
 	}
 	idem := postgres.NewIdempotencyStore(opts.DB)

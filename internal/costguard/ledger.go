@@ -1,0 +1,81 @@
+package costguard
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sitetools/sitetools/internal/postgres"
+)
+
+// Entry is one ledger row: a provider call or a shared-cache hit. It has no field for
+// the text of a query, by design.
+type Entry struct {
+	Kind     string // "embedding" | "llm"
+	Channel  string
+	Tool     string
+	Model    string
+	Tokens   int
+	CostUSD  float64
+	CacheHit bool
+	Outcome  string // "ok" | "error"
+}
+
+// Ledger records paid calls in PostgreSQL.
+type Ledger struct {
+	pool *pgxpool.Pool
+}
+
+// NewLedger returns a ledger on pool.
+func NewLedger(pool *pgxpool.Pool) *Ledger { return &Ledger{pool: pool} }
+
+// Record writes e. It outlives a cancelled caller: a call that was paid for is recorded.
+func (l *Ledger) Record(ctx context.Context, e Entry) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if e.Channel == "" {
+		e.Channel = "internal"
+	}
+	_, err := l.pool.Exec(ctx, `INSERT INTO ledger (kind, channel, tool, model, tokens, cost_usd, cache_hit, outcome)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		e.Kind, e.Channel, e.Tool, e.Model, e.Tokens, e.CostUSD, e.CacheHit, e.Outcome)
+	return postgres.Wrap("costguard.Record", err)
+}
+
+// ReportRow aggregates the ledger per day, kind, channel and tool.
+type ReportRow struct {
+	Day       string  `json:"day"`
+	Kind      string  `json:"kind"`
+	Channel   string  `json:"channel"`
+	Tool      string  `json:"tool"`
+	Calls     int64   `json:"providerCalls"`
+	CacheHits int64   `json:"cacheHits"`
+	Errors    int64   `json:"errors"`
+	Tokens    int64   `json:"tokens"`
+	CostUSD   float64 `json:"costUsd"`
+}
+
+// Report returns the ledger of the last days days (UTC), newest first.
+func (l *Ledger) Report(ctx context.Context, days int) ([]ReportRow, error) {
+	rows, err := l.pool.Query(ctx, `
+		SELECT to_char(date_trunc('day', at AT TIME ZONE 'UTC'), 'YYYY-MM-DD'), kind, channel, tool,
+		       count(*) FILTER (WHERE NOT cache_hit), count(*) FILTER (WHERE cache_hit),
+		       count(*) FILTER (WHERE outcome <> 'ok'), coalesce(sum(tokens), 0), coalesce(sum(cost_usd), 0)::float8
+		FROM ledger
+		WHERE at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - make_interval(days => $1 - 1)
+		GROUP BY 1, 2, 3, 4 ORDER BY 1 DESC, 2, 3, 4`, days)
+	if err != nil {
+		return nil, postgres.Wrap("costguard.Report", err)
+	}
+	defer rows.Close()
+	var out []ReportRow
+	for rows.Next() {
+		var r ReportRow
+		if err := rows.Scan(&r.Day, &r.Kind, &r.Channel, &r.Tool, &r.Calls, &r.CacheHits, &r.Errors, &r.Tokens, &r.CostUSD); err != nil {
+			return nil, postgres.Wrap("costguard.Report", err)
+		}
+		out = append(out, r)
+	}
+	return out, postgres.Wrap("costguard.Report", rows.Err())
+}

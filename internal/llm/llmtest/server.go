@@ -1,0 +1,348 @@
+// Package llmtest provides a fake OpenAI-compatible provider for tests: it speaks the
+// real wire format, embeds with the local embedder so that results mean something, and
+// counts what a real provider would bill.
+package llmtest
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sitetools/sitetools/internal/llm"
+)
+
+// Server is a fake OpenAI-compatible provider. Its knobs may be turned while requests
+// are in flight.
+type Server struct {
+	*httptest.Server
+
+	dims int
+
+	calls  atomic.Int64 // every request to an endpoint, failed ones included
+	tokens atomic.Int64 // prompt tokens of answered requests
+	inputs atomic.Int64 // inputs of answered requests
+
+	mu               sync.Mutex
+	embedders        map[int]*llm.Local // by dimension
+	requests         []int
+	delay            time.Duration
+	failStatus       int
+	failFirst        int
+	failFirstStatus  int
+	retryAfter       time.Duration
+	ignoreDimensions bool
+	omitUsage        bool
+	apiKey           string
+}
+
+// NewServer starts a provider whose vectors have dims dimensions unless a request asks
+// for others, and closes it when the test ends.
+func NewServer(t testing.TB, dims int) *Server {
+	t.Helper()
+	local, err := llm.NewLocal(dims)
+	if err != nil {
+		t.Fatalf("llmtest.NewServer: %v", err)
+	}
+	s := &Server{dims: dims, embedders: map[int]*llm.Local{dims: local}}
+	mux := http.NewServeMux()
+	// POST /v1/chat/completions joins here when the chat needs a fake.
+	mux.HandleFunc("POST /v1/embeddings", s.handleEmbeddings)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
+			fmt.Sprintf("Unknown request URL: %s %s", r.Method, r.URL.Path))
+	})
+	s.Server = httptest.NewServer(s.gate(mux))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// BaseURL is what a client takes as its API root, ending in /v1.
+func (s *Server) BaseURL() string { return s.URL + "/v1" }
+
+// Calls is the number of requests received, failed ones included.
+func (s *Server) Calls() int { return int(s.calls.Load()) }
+
+// Tokens is the number of prompt tokens of the requests answered successfully: what a
+// provider would bill.
+func (s *Server) Tokens() int { return int(s.tokens.Load()) }
+
+// Inputs is the number of texts embedded by the requests answered successfully.
+func (s *Server) Inputs() int { return int(s.inputs.Load()) }
+
+// Requests lists, for every embeddings request received in order (failed ones
+// included), the number of inputs it carried; never their text.
+func (s *Server) Requests() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int(nil), s.requests...)
+}
+
+// SetDelay makes every request wait d before it is answered, or until the client gives up.
+func (s *Server) SetDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.delay = d
+}
+
+// SetFail makes every request fail with status until SetFail(0).
+func (s *Server) SetFail(status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failStatus = status
+}
+
+// SetFailFirst makes the next n requests fail with status.
+func (s *Server) SetFailFirst(n, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failFirst, s.failFirstStatus = n, status
+}
+
+// SetRetryAfter makes failures with 429 or 503 carry Retry-After (in whole seconds,
+// rounded up) and OpenAI's retry-after-ms (exact), as OpenAI does. Zero removes them.
+func (s *Server) SetRetryAfter(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retryAfter = d
+}
+
+// SetIgnoreDimensions makes the server answer with its own dimension whatever a request
+// asks for, like a model that does not support the dimensions parameter.
+func (s *Server) SetIgnoreDimensions(ignore bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ignoreDimensions = ignore
+}
+
+// SetOmitUsage makes answers report no usage, as some local servers do.
+func (s *Server) SetOmitUsage(omit bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.omitUsage = omit
+}
+
+// SetAPIKey makes the server require "Authorization: Bearer key"; empty requires nothing.
+func (s *Server) SetAPIKey(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.apiKey = key
+}
+
+// gate counts every request and applies the authentication, delay and failure knobs
+// before the endpoint sees it.
+func (s *Server) gate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.calls.Add(1)
+		if r.URL.Path == "/v1/embeddings" {
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+			if err != nil {
+				writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", nil, "Request body too large.")
+				return
+			}
+			s.logRequest(countInputs(body))
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		s.mu.Lock()
+		delay, apiKey, retryAfter := s.delay, s.apiKey, s.retryAfter
+		status := s.failStatus
+		if status == 0 && s.failFirst > 0 {
+			s.failFirst--
+			status = s.failFirstStatus
+		}
+		s.mu.Unlock()
+
+		if delay > 0 {
+			timer := time.NewTimer(delay)
+			select {
+			case <-r.Context().Done():
+				timer.Stop()
+				return
+			case <-timer.C:
+			}
+		}
+		if apiKey != "" && r.Header.Get("Authorization") != "Bearer "+apiKey {
+			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "Incorrect API key provided.")
+			return
+		}
+		if status != 0 {
+			if retryAfter > 0 && (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) {
+				w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retryAfter.Seconds()))))
+				w.Header().Set("Retry-After-Ms", strconv.FormatInt(retryAfter.Milliseconds(), 10))
+			}
+			typ, code := "server_error", any(nil)
+			if status == http.StatusTooManyRequests {
+				typ, code = "requests", "rate_limit_exceeded"
+			}
+			writeError(w, status, typ, code, http.StatusText(status))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type embeddingRequest struct {
+	Model          string          `json:"model"`
+	Input          json.RawMessage `json:"input"`
+	Dimensions     int             `json:"dimensions,omitempty"`
+	EncodingFormat string          `json:"encoding_format,omitempty"`
+	User           string          `json:"user,omitempty"`
+}
+
+type embeddingData struct {
+	Object    string `json:"object"`
+	Index     int    `json:"index"`
+	Embedding any    `json:"embedding"` // []float32, or a base64 string
+}
+
+type embeddingResponse struct {
+	Object string          `json:"object"`
+	Data   []embeddingData `json:"data"`
+	Model  string          `json:"model"`
+	Usage  *usage          `json:"usage,omitempty"`
+}
+
+type usage struct {
+	PromptTokens int `json:"prompt_tokens"`
+	TotalTokens  int `json:"total_tokens"`
+}
+
+// handleEmbeddings answers POST /v1/embeddings.
+func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
+	var req embeddingRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", nil, "We could not parse the JSON body of your request.")
+		return
+	}
+	var inputs []string
+	var one string
+	switch {
+	case json.Unmarshal(req.Input, &one) == nil:
+		inputs = []string{one}
+	case json.Unmarshal(req.Input, &inputs) == nil:
+	default:
+		writeError(w, http.StatusBadRequest, "invalid_request_error", nil, "'input' must be a string or an array of strings.")
+		return
+	}
+	switch {
+	case req.Model == "":
+		writeError(w, http.StatusBadRequest, "invalid_request_error", nil, "you must provide a model parameter")
+		return
+	case len(inputs) == 0 || len(inputs) > 2048:
+		writeError(w, http.StatusBadRequest, "invalid_request_error", nil, "'input' must have between 1 and 2048 items.")
+		return
+	case req.EncodingFormat != "" && req.EncodingFormat != "float" && req.EncodingFormat != "base64":
+		writeError(w, http.StatusBadRequest, "invalid_request_error", nil, "'encoding_format' must be 'float' or 'base64'.")
+		return
+	}
+	for _, in := range inputs {
+		if in == "" {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", nil, "'input' cannot contain an empty string.")
+			return
+		}
+	}
+	embedder, err := s.embedder(req.Dimensions)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", nil, err.Error())
+		return
+	}
+	emb, err := embedder.Embed(r.Context(), inputs)
+	if err != nil {
+		return // the client went away
+	}
+
+	resp := embeddingResponse{Object: "list", Model: req.Model, Data: make([]embeddingData, len(inputs))}
+	for i, v := range emb.Vectors {
+		resp.Data[i] = embeddingData{Object: "embedding", Index: i, Embedding: v}
+		if req.EncodingFormat == "base64" {
+			resp.Data[i].Embedding = encodeBase64(v)
+		}
+	}
+	s.mu.Lock()
+	omitUsage := s.omitUsage
+	s.mu.Unlock()
+	if !omitUsage {
+		resp.Usage = &usage{PromptTokens: emb.Tokens, TotalTokens: emb.Tokens}
+	}
+	s.tokens.Add(int64(emb.Tokens))
+	s.inputs.Add(int64(len(inputs)))
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// maxBody bounds a request body, as a provider does.
+const maxBody = 32 << 20
+
+// countInputs returns the number of inputs of an embeddings request body, 0 if it has none.
+func countInputs(body []byte) int {
+	var req struct {
+		Input json.RawMessage `json:"input"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return 0
+	}
+	var one string
+	if json.Unmarshal(req.Input, &one) == nil {
+		return 1
+	}
+	var many []json.RawMessage
+	if json.Unmarshal(req.Input, &many) == nil {
+		return len(many)
+	}
+	return 0
+}
+
+func (s *Server) logRequest(inputs int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, inputs)
+}
+
+// embedder returns the embedder for a requested dimension (0: the server's own).
+func (s *Server) embedder(dims int) (*llm.Local, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if dims == 0 || s.ignoreDimensions {
+		dims = s.dims
+	}
+	if e, ok := s.embedders[dims]; ok {
+		return e, nil
+	}
+	e, err := llm.NewLocal(dims)
+	if err != nil {
+		return nil, fmt.Errorf("'dimensions' is not supported: %d", dims)
+	}
+	s.embedders[dims] = e
+	return e, nil
+}
+
+// encodeBase64 is OpenAI's base64 format: the float32s little-endian, base64-encoded.
+func encodeBase64(v []float32) string {
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// writeError writes OpenAI's error body; code is a string or nil, as OpenAI sends it.
+func writeError(w http.ResponseWriter, status int, typ string, code any, message string) {
+	writeJSON(w, status, map[string]any{"error": map[string]any{
+		"message": message, "type": typ, "param": nil, "code": code,
+	}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

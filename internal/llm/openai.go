@@ -1,0 +1,362 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// OpenAIOptions configures an OpenAI-compatible embeddings client. Zero values mean
+// the defaults given per field.
+type OpenAIOptions struct {
+	// BaseURL is the API root including its version, e.g. "http://localhost:11434/v1"
+	// for Ollama. Default "https://api.openai.com/v1".
+	BaseURL string
+	// APIKey is sent as a bearer token; empty sends none (local servers).
+	APIKey string
+	// Model is the embedding model; required.
+	Model string
+	// Dimensions, when set, is sent as `dimensions` and every returned vector must have
+	// that length. When zero, the provider's default length is taken from the first
+	// answer and every later answer must match it.
+	Dimensions int
+	// Timeout bounds each attempt. Default 10s. The caller's context bounds the whole
+	// call, retries included.
+	Timeout time.Duration
+	// MaxRetries is how often a request that failed with 429, 5xx, a timeout or a
+	// connection failure is repeated. Default 3; negative means never.
+	MaxRetries int
+	// BatchSize is the most texts sent in one request; Embed splits larger inputs.
+	// Default 128.
+	BatchSize int
+	// BaseBackoff is the wait before the first retry, doubled for each further one,
+	// with jitter, up to MaxBackoff. Defaults 250ms and 8s. A provider's Retry-After
+	// takes precedence.
+	BaseBackoff time.Duration
+	MaxBackoff  time.Duration
+	// HTTPClient sends the requests. Default: a client on http.DefaultTransport.
+	HTTPClient *http.Client
+	// Logger receives a line per retry (status, attempt, wait; never input text).
+	// Nil discards.
+	Logger *slog.Logger
+}
+
+// The defaults of OpenAIOptions.
+const (
+	DefaultOpenAIBaseURL = "https://api.openai.com/v1"
+	DefaultTimeout       = 10 * time.Second
+	DefaultMaxRetries    = 3
+	DefaultBatchSize     = 128
+	defaultBaseBackoff   = 250 * time.Millisecond
+	defaultMaxBackoff    = 8 * time.Second
+	// maxRetryAfter caps a provider's Retry-After: beyond it, waiting is worse than
+	// degrading.
+	maxRetryAfter = time.Minute
+	// maxBatchSize is OpenAI's limit of inputs per request.
+	maxBatchSize = 2048
+)
+
+// OpenAI embeds through any OpenAI-compatible /v1/embeddings endpoint: OpenAI, Ollama,
+// vLLM, llama.cpp server, TEI, LiteLLM. It is safe for concurrent use.
+type OpenAI struct {
+	client     *openai.Client
+	model      string
+	dims       int          // as configured; 0 means learned
+	learned    atomic.Int64 // the provider's dimension, once seen, when dims is 0
+	timeout    time.Duration
+	maxRetries int
+	batchSize  int
+	base, max  time.Duration
+	log        *slog.Logger
+}
+
+var _ Embedder = (*OpenAI)(nil)
+
+// NewOpenAI returns a client for opts. It does not contact the provider.
+func NewOpenAI(opts OpenAIOptions) (*OpenAI, error) {
+	if opts.Model == "" {
+		return nil, errors.New("llm.NewOpenAI: a model is required")
+	}
+	if opts.BaseURL == "" {
+		opts.BaseURL = DefaultOpenAIBaseURL
+	}
+	u, err := url.Parse(opts.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("llm.NewOpenAI: base URL must be an absolute http(s) URL such as %q, got %q",
+			DefaultOpenAIBaseURL, opts.BaseURL)
+	}
+	if opts.Dimensions < 0 {
+		return nil, fmt.Errorf("llm.NewOpenAI: dimensions must not be negative, got %d", opts.Dimensions)
+	}
+	if opts.Timeout < 0 || opts.BaseBackoff < 0 || opts.MaxBackoff < 0 {
+		return nil, errors.New("llm.NewOpenAI: durations must not be negative")
+	}
+	if opts.BatchSize < 0 || opts.BatchSize > maxBatchSize {
+		return nil, fmt.Errorf("llm.NewOpenAI: batch size must be between 1 and %d, got %d", maxBatchSize, opts.BatchSize)
+	}
+	o := &OpenAI{
+		model:      opts.Model,
+		dims:       opts.Dimensions,
+		timeout:    cmpOr(opts.Timeout, DefaultTimeout),
+		maxRetries: opts.MaxRetries,
+		batchSize:  cmpOr(opts.BatchSize, DefaultBatchSize),
+		base:       cmpOr(opts.BaseBackoff, defaultBaseBackoff),
+		max:        cmpOr(opts.MaxBackoff, defaultMaxBackoff),
+		log:        opts.Logger,
+	}
+	switch {
+	case o.maxRetries == 0:
+		o.maxRetries = DefaultMaxRetries
+	case o.maxRetries < 0:
+		o.maxRetries = 0
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	httpClient := opts.HTTPClient
+	if httpClient == nil {
+		httpClient = &http.Client{}
+	}
+	cfg := openai.DefaultConfig(opts.APIKey)
+	cfg.BaseURL = strings.TrimRight(opts.BaseURL, "/")
+	cfg.HTTPClient = retryHintDoer{httpClient}
+	o.client = openai.NewClientWithConfig(cfg)
+	return o, nil
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Model returns the configured model name.
+func (o *OpenAI) Model() string { return o.model }
+
+// Dimensions returns the configured dimension or, if none was configured, the one the
+// provider answered with so far (0 before the first successful call).
+func (o *OpenAI) Dimensions() int {
+	if o.dims > 0 {
+		return o.dims
+	}
+	return int(o.learned.Load())
+}
+
+// Embed returns one vector per text. Inputs beyond the batch size are sent in several
+// requests, one after another; the call fails as a whole if any of them fails. Errors
+// for which IsUnavailable is true mean the provider is down, overloaded or too slow.
+func (o *OpenAI) Embed(ctx context.Context, texts []string) (*Embeddings, error) {
+	out := &Embeddings{Vectors: make([][]float32, 0, len(texts))}
+	for start := 0; start < len(texts); start += o.batchSize {
+		batch := texts[start:min(start+o.batchSize, len(texts))]
+		vectors, tokens, err := o.embedBatch(ctx, batch)
+		if err != nil {
+			return nil, fmt.Errorf("llm.OpenAI.Embed: %w", err)
+		}
+		out.Vectors = append(out.Vectors, vectors...)
+		out.Tokens += tokens
+	}
+	return out, nil
+}
+
+// embedBatch sends one request, retrying it while that can help and time allows.
+func (o *OpenAI) embedBatch(ctx context.Context, batch []string) ([][]float32, int, error) {
+	req := openai.EmbeddingRequestStrings{
+		Input:      batch,
+		Model:      openai.EmbeddingModel(o.model),
+		Dimensions: o.dims,
+	}
+	for attempt := 1; ; attempt++ {
+		hint := new(retryHint)
+		actx, cancel := context.WithTimeout(context.WithValue(ctx, retryHintKey{}, hint), o.timeout)
+		resp, err := o.client.CreateEmbeddings(actx, req)
+		cancel()
+		if err == nil {
+			return o.decode(resp, batch)
+		}
+		err = sanitize(err)
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			if errors.Is(ctxErr, context.DeadlineExceeded) {
+				return nil, 0, fmt.Errorf("%w: deadline reached after %d attempts: %w", ErrUnavailable, attempt, err)
+			}
+			return nil, 0, ctxErr
+		}
+		if !retryable(err) {
+			return nil, 0, err
+		}
+		if attempt > o.maxRetries {
+			return nil, 0, fmt.Errorf("%w: giving up after %d attempts: %w", ErrUnavailable, attempt, err)
+		}
+		wait := hint.after
+		if wait <= 0 {
+			wait = o.backoff(attempt)
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+			return nil, 0, fmt.Errorf("%w: next attempt in %s would pass the deadline: %w", ErrUnavailable, wait, err)
+		}
+		o.log.LogAttrs(ctx, slog.LevelWarn, "embedding request failed, retrying",
+			slog.String("model", o.model), slog.Int("attempt", attempt),
+			slog.Duration("wait", wait), slog.String("error", err.Error()))
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, 0, fmt.Errorf("%w: deadline reached after %d attempts: %w", ErrUnavailable, attempt, err)
+			}
+			return nil, 0, ctx.Err()
+		case <-timer.C:
+		}
+	}
+}
+
+// decode checks the answer against the request and puts the vectors in input order.
+func (o *OpenAI) decode(resp openai.EmbeddingResponse, batch []string) ([][]float32, int, error) {
+	if len(resp.Data) != len(batch) {
+		return nil, 0, fmt.Errorf("provider returned %d embeddings for %d inputs", len(resp.Data), len(batch))
+	}
+	want := o.Dimensions()
+	vectors := make([][]float32, len(batch))
+	for _, d := range resp.Data {
+		if d.Index < 0 || d.Index >= len(batch) || vectors[d.Index] != nil {
+			return nil, 0, fmt.Errorf("provider returned an embedding with a bad or repeated index %d", d.Index)
+		}
+		if len(d.Embedding) == 0 {
+			return nil, 0, fmt.Errorf("provider returned an empty embedding at index %d", d.Index)
+		}
+		if want == 0 {
+			want = len(d.Embedding)
+		}
+		if len(d.Embedding) != want {
+			if o.dims > 0 {
+				return nil, 0, fmt.Errorf("model %q returned %d-dimensional vectors, but %d dimensions are configured: "+
+					"set the dimensions to what the model produces, or use a model that supports the dimensions parameter",
+					o.model, len(d.Embedding), o.dims)
+			}
+			return nil, 0, fmt.Errorf("model %q returned %d-dimensional vectors after %d-dimensional ones",
+				o.model, len(d.Embedding), want)
+		}
+		vectors[d.Index] = d.Embedding
+	}
+	if o.dims == 0 && !o.learned.CompareAndSwap(0, int64(want)) && o.learned.Load() != int64(want) {
+		return nil, 0, fmt.Errorf("model %q returned %d-dimensional vectors after %d-dimensional ones",
+			o.model, want, o.learned.Load())
+	}
+	tokens := resp.Usage.PromptTokens
+	if tokens <= 0 {
+		// Some servers (llama.cpp, older Ollama) report no usage; count ourselves so that
+		// budgets still see the spend.
+		for _, t := range batch {
+			tokens += CountTokens(t)
+		}
+	}
+	return vectors, tokens, nil
+}
+
+// backoff is the wait before retry number attempt (1-based): exponential with equal
+// jitter, so that clients that failed together do not retry together.
+func (o *OpenAI) backoff(attempt int) time.Duration {
+	d := o.base
+	for i := 1; i < attempt && d < o.max; i++ {
+		d *= 2
+	}
+	d = min(d, o.max)
+	half := d / 2
+	return half + rand.N(half+1)
+}
+
+// sanitize replaces go-openai's HTTP errors, whose texts carry the provider's message
+// and the raw body (which may echo the input), with a StatusError.
+func sanitize(err error) error {
+	var apiErr *openai.APIError
+	if errors.As(err, &apiErr) && apiErr.HTTPStatusCode > 0 {
+		se := &StatusError{StatusCode: apiErr.HTTPStatusCode, Type: apiErr.Type}
+		switch c := apiErr.Code.(type) {
+		case string:
+			se.Code = c
+		case int:
+			se.Code = strconv.Itoa(c)
+		}
+		return se
+	}
+	var reqErr *openai.RequestError
+	if errors.As(err, &reqErr) {
+		return &StatusError{StatusCode: reqErr.HTTPStatusCode}
+	}
+	return err
+}
+
+// retryable reports whether repeating the request may succeed.
+func retryable(err error) bool {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return retryableStatus(se.StatusCode)
+	}
+	return errors.Is(err, context.DeadlineExceeded) || isTransportFailure(err)
+}
+
+// retryHint carries a provider's Retry-After from the HTTP layer, which go-openai does
+// not expose on errors, back to the retry loop of the same attempt.
+type retryHint struct{ after time.Duration }
+
+type retryHintKey struct{}
+
+type retryHintDoer struct{ client *http.Client }
+
+func (d retryHintDoer) Do(req *http.Request) (*http.Response, error) {
+	resp, err := d.client.Do(req)
+	if err != nil || !retryableStatus(resp.StatusCode) {
+		return resp, err
+	}
+	if hint, ok := req.Context().Value(retryHintKey{}).(*retryHint); ok {
+		hint.after = retryAfter(resp.Header, time.Now())
+	}
+	// Error bodies are small; a bounded read keeps a misbehaving server from making
+	// go-openai buffer an unbounded one.
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(resp.Body, 64<<10), resp.Body}
+	return resp, nil
+}
+
+// retryAfter reads how long a provider asks to wait: OpenAI's retry-after-ms first
+// (finer than seconds), then the standard Retry-After in seconds or as an HTTP date.
+// It returns 0 when there is no usable hint.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	seconds := math.NaN()
+	if v := h.Get("X-None"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil {
+			seconds = ms / 1000
+		}
+	}
+	if v := h.Get("Retry-After"); math.IsNaN(seconds) && v != "" {
+		if s, err := strconv.ParseFloat(v, 64); err == nil {
+			seconds = s
+		} else if t, err := http.ParseTime(v); err == nil {
+			seconds = t.Sub(now).Seconds()
+		}
+	}
+	if !(seconds > 0) { // also NaN
+		return 0
+	}
+	// Compared as floats first: a huge value would overflow a Duration.
+	if seconds >= maxRetryAfter.Seconds() {
+		return maxRetryAfter
+	}
+	return time.Duration(seconds * float64(time.Second))
+}

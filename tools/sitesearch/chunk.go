@@ -1,0 +1,340 @@
+package sitesearch
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Chunk is a piece of one section of a page, small enough to embed.
+type Chunk struct {
+	Ord     int // position in the document, from 0
+	Heading string
+	Anchor  string
+	Text    string
+	Hash    string // hex SHA-256 of Heading + "\n" + Text
+}
+
+// ChunkOptions tunes ChunkDocument; the zero value means the defaults.
+type ChunkOptions struct {
+	MaxTokens     int              // upper bound on Count(chunk.Text); default 300
+	OverlapTokens int              // tokens repeated from the previous chunk of a section; default 40, negative for none
+	Count         func(string) int // token counter; default about 4/3 tokens per word
+}
+
+const (
+	chunkDefaultMax     = 300
+	chunkDefaultOverlap = 40
+)
+
+// ChunkDocument splits each section of doc into chunks of at most MaxTokens
+// tokens of text. A chunk never spans two sections. It splits between
+// paragraphs where it can, between sentences when a paragraph alone is too
+// long, and between words (or, for a single giant word, characters) as a last
+// resort. Consecutive chunks of a section share about OverlapTokens tokens,
+// in whole sentences where they fit.
+//
+// The result depends only on the content, so unchanged content keeps its
+// hashes across runs. Where a section needs several chunks, a chunk may also
+// end early, once it holds half of MaxTokens, before a paragraph whose hash
+// marks it as a cut point: these content-defined cuts keep a longer or
+// shorter paragraph from shifting every later chunk of its section, so an
+// edit changes the hashes of the chunks around it only.
+func ChunkDocument(doc *Document, opts ChunkOptions) []Chunk {
+	c := chunker{max: opts.MaxTokens, overlap: opts.OverlapTokens, count: opts.Count}
+	if c.max <= 0 {
+		c.max = chunkDefaultMax
+	}
+	switch {
+	case c.overlap == 0:
+		c.overlap = chunkDefaultOverlap
+	case c.overlap < 0:
+		c.overlap = 0
+	}
+	c.overlap = min(c.overlap, c.max/2)
+	if c.count == nil {
+		c.count = chunkEstimateTokens
+	}
+	var out []Chunk
+	for _, s := range doc.Sections {
+		for _, text := range c.section(s.Text) {
+			sum := sha256.Sum256([]byte(s.Heading + "\n" + text))
+			out = append(out, Chunk{
+				Ord:     len(out),
+				Heading: s.Heading,
+				Anchor:  s.Anchor,
+				Text:    text,
+				Hash:    hex.EncodeToString(sum[:]),
+			})
+		}
+	}
+	return out
+}
+
+// DocumentHash is a hex SHA-256 over a document's title, language and
+// sections: equal for equal content, whatever the run.
+func DocumentHash(doc *Document) string {
+	h := sha256.New()
+	field := func(s string) { fmt.Fprintf(h, "%d:%s;", len(s), s) }
+	field(doc.Title)
+	field(doc.Lang)
+	for _, s := range doc.Sections {
+		field(s.Heading)
+		field(s.Anchor)
+		field(fmt.Sprint(s.Level))
+		field(s.Text)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// chunkEstimateTokens estimates tokens as 4/3 per word, rounded up.
+func chunkEstimateTokens(s string) int {
+	return (len(strings.Fields(s))*4 + 2) / 3
+}
+
+type chunker struct {
+	max, overlap int
+	count        func(string) int
+}
+
+// chunkAtom is a sentence, or a piece of one, in a paragraph.
+type chunkAtom struct {
+	text string
+	para int    // index of its paragraph in the section
+	sep  string // what separated it from the atom before it in the paragraph
+}
+
+// chunkUnit is what the packer places: a whole paragraph, or a piece of one
+// that is too long on its own.
+type chunkUnit struct {
+	atoms     []chunkAtom
+	startPara bool
+	tokens    int
+}
+
+func chunkJoin(atoms []chunkAtom) string {
+	var b strings.Builder
+	for i, a := range atoms {
+		switch {
+		case i == 0:
+		case a.para != atoms[i-1].para:
+			b.WriteString("\n\n")
+		default:
+			b.WriteString(a.sep)
+		}
+		b.WriteString(a.text)
+	}
+	return b.String()
+}
+
+// section returns the chunk texts of one section.
+func (c *chunker) section(text string) []string {
+	units := c.units(text)
+	var (
+		out    []string
+		cur    []chunkAtom // overlap prefix + new atoms
+		fresh  int         // index in cur where the new atoms start
+		newTok int         // tokens of the new units in cur
+	)
+	emit := func() {
+		out = append(out, strings.TrimSpace(chunkJoin(cur)))
+	}
+	// rest[i] is the token count of units[i:].
+	rest := make([]int, len(units)+1)
+	for i := len(units) - 1; i >= 0; i-- {
+		rest[i] = rest[i+1] + units[i].tokens
+	}
+	for i, u := range units {
+		if len(cur) > fresh {
+			next := append(cur[:len(cur):len(cur)], u.atoms...)
+			cut := c.count(chunkJoin(next)) > c.max ||
+				(u.startPara && newTok >= c.max/2 && c.count(chunkJoin(cur))+rest[i] > c.max && chunkCutPoint(u))
+			if cut {
+				emit()
+				cur = c.overlapOf(cur[fresh:], u)
+				fresh, newTok = len(cur), 0
+			}
+		}
+		cur = append(cur, u.atoms...)
+		newTok += u.tokens
+	}
+	if len(cur) > fresh {
+		emit()
+	}
+	return out
+}
+
+// chunkCutPoint marks about half of all paragraphs as places where a chunk
+// may end early; being a function of the paragraph alone, it picks the same
+// places whatever comes before.
+func chunkCutPoint(u chunkUnit) bool {
+	w := strings.Fields(chunkJoin(u.atoms))
+	w = w[:min(len(w), 8)]
+	sum := sha256.Sum256([]byte(strings.Join(w, " ")))
+	return sum[0]&1 == 0
+}
+
+// overlapOf returns the atoms that begin the chunk after prev: its last
+// sentences up to the overlap budget, leaving room for next; or, when even
+// the last sentence is too long, its last words.
+func (c *chunker) overlapOf(prev []chunkAtom, next chunkUnit) []chunkAtom {
+	budget := min(c.overlap, c.max-next.tokens)
+	if budget <= 0 || len(prev) == 0 {
+		return nil
+	}
+	fits := func(ov []chunkAtom) bool {
+		return c.count(chunkJoin(ov)) <= budget &&
+			c.count(chunkJoin(append(ov[:len(ov):len(ov)], next.atoms...))) <= c.max
+	}
+	start := len(prev)
+	for start > 0 && fits(prev[start-1:]) {
+		start--
+	}
+	if start < len(prev) {
+		return append([]chunkAtom(nil), prev[start:]...)
+	}
+	last := prev[len(prev)-1]
+	words := strings.Fields(last.text)
+	k := chunkLargest(len(words), func(k int) bool {
+		ov := []chunkAtom{{text: strings.Join(words[len(words)-k:], " "), para: last.para}}
+		return fits(ov)
+	})
+	if k == 0 {
+		return nil
+	}
+	return []chunkAtom{{text: strings.Join(words[len(words)-k:], " "), para: last.para, sep: " "}}
+}
+
+// units splits a section's text into paragraphs, and paragraphs over the
+// limit into sentences, and sentences over the limit into runs of words.
+func (c *chunker) units(text string) []chunkUnit {
+	var units []chunkUnit
+	para := 0
+	for _, p := range strings.Split(text, "\n\n") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		atoms := chunkSentences(p, para)
+		if n := c.count(p); n <= c.max {
+			units = append(units, chunkUnit{atoms: atoms, startPara: true, tokens: n})
+			para++
+			continue
+		}
+		// Too long: pack its sentences, splitting any that are too long alone.
+		first := true
+		for _, a := range atoms {
+			for _, piece := range c.splitAtom(a) {
+				units = append(units, chunkUnit{atoms: []chunkAtom{piece}, startPara: first, tokens: c.count(piece.text)})
+				first = false
+			}
+		}
+		para++
+	}
+	return units
+}
+
+// splitAtom cuts a sentence over the limit into runs of words that fit.
+func (c *chunker) splitAtom(a chunkAtom) []chunkAtom {
+	if c.count(a.text) <= c.max {
+		return []chunkAtom{a}
+	}
+	var out []chunkAtom
+	words := strings.Fields(a.text)
+	sep := a.sep
+	for len(words) > 0 {
+		k := chunkLargest(len(words), func(k int) bool {
+			return c.count(strings.Join(words[:k], " ")) <= c.max
+		})
+		if k == 0 {
+			// One word longer than the limit: cut it by characters.
+			for _, piece := range c.splitWord(words[0]) {
+				out = append(out, chunkAtom{text: piece, para: a.para, sep: sep})
+				sep = " "
+			}
+			words = words[1:]
+			continue
+		}
+		out = append(out, chunkAtom{text: strings.Join(words[:k], " "), para: a.para, sep: sep})
+		sep = " "
+		words = words[k:]
+	}
+	return out
+}
+
+func (c *chunker) splitWord(w string) []string {
+	var out []string
+	for w != "" {
+		runes := []rune(w)
+		k := chunkLargest(len(runes), func(k int) bool { return c.count(string(runes[:k])) <= c.max })
+		k = max(k, 1) // a counter that rates one character over the limit cannot be satisfied
+		out = append(out, string(runes[:k]))
+		w = string(runes[k:])
+	}
+	return out
+}
+
+// chunkLargest returns the largest k in [0, n] with ok(k), assuming ok is
+// true up to some k and false after it (ok(0) is taken as true).
+func chunkLargest(n int, ok func(int) bool) int {
+	lo, hi := 0, n
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if ok(mid) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
+// chunkSentences splits a paragraph after sentence-ending punctuation that is
+// followed by a space, and at line breaks (code, addresses), whose
+// indentation it keeps.
+func chunkSentences(p string, para int) []chunkAtom {
+	var out []chunkAtom
+	sep, start := "", 0
+	add := func(s, nextSep string) {
+		if strings.TrimSpace(s) == "" {
+			return
+		}
+		out = append(out, chunkAtom{text: strings.TrimRightFunc(s, unicode.IsSpace), para: para, sep: sep})
+		sep = nextSep
+	}
+	for i := 0; i < len(p); {
+		r, size := utf8.DecodeRuneInString(p[i:])
+		i += size
+		switch {
+		case r == '\n':
+			add(p[start:i-size], "\n")
+			start = i
+		case strings.ContainsRune(".!?…", r):
+			// Take closing quotes and brackets with the sentence.
+			for i < len(p) {
+				q, qs := utf8.DecodeRuneInString(p[i:])
+				if !strings.ContainsRune(`"')]»”’`, q) {
+					break
+				}
+				i += qs
+			}
+			ws := i
+			for ws < len(p) {
+				q, qs := utf8.DecodeRuneInString(p[ws:])
+				if q == '\n' || !unicode.IsSpace(q) {
+					break
+				}
+				ws += qs
+			}
+			if ws > i && ws < len(p) && p[ws] != '\n' {
+				add(p[start:i], " ")
+				start, i = ws, ws
+			}
+		}
+	}
+	add(p[start:], "")
+	return out
+}
