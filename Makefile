@@ -19,6 +19,7 @@ build:
 demo: build
 	@url=$$($(PG) createdb sitetools_demo) && \
 	  DATABASE_URL=$$url bin/sitetools migrate && \
+	  DATABASE_URL=$$url bin/sitetools ingest --dir deploy/demo/site --base-url http://$(DEMO_LISTEN) && \
 	  echo "sitetools demo on http://$(DEMO_LISTEN) (admin http://$(DEMO_ADMIN_LISTEN), token $(DEMO_ADMIN_TOKEN)); Ctrl-C stops" && \
 	  DATABASE_URL=$$url LISTEN_ADDR=$(DEMO_LISTEN) ADMIN_LISTEN_ADDR=$(DEMO_ADMIN_LISTEN) \
 	  ADMIN_TOKEN=$(DEMO_ADMIN_TOKEN) SITE_URL=http://$(DEMO_LISTEN) exec bin/sitetools serve

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -21,6 +22,19 @@ type metrics struct {
 	toolDuration *prometheus.HistogramVec
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
+	// series caches the children of httpRequests and httpDuration: resolving labels
+	// costs more than counting.
+	series sync.Map // httpKey → httpSeries
+}
+
+type httpKey struct {
+	route, method string
+	status        int
+}
+
+type httpSeries struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 func newMetrics(reg *prometheus.Registry) *metrics {
@@ -78,8 +92,17 @@ func (m *metrics) observeHTTP(route, method string, status int, d time.Duration)
 	default:
 		method = "other"
 	}
-	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
-	m.httpDuration.WithLabelValues(route).Observe(d.Seconds())
+	k := httpKey{route, method, status}
+	v, ok := m.series.Load(k)
+	if !ok {
+		v, _ = m.series.LoadOrStore(k, httpSeries{
+			requests: m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)),
+			duration: m.httpDuration.WithLabelValues(route),
+		})
+	}
+	s := v.(httpSeries)
+	s.requests.Inc()
+	s.duration.Observe(d.Seconds())
 }
 
 // metricsHandler handles GET /metrics on the admin listener.

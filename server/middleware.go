@@ -43,23 +43,29 @@ func (a *App) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		latency := time.Since(start)
 		a.metrics.observeHTTP(route, c.Request().Method, status, latency)
 
-		attrs := make([]slog.Attr, 0, 7)
-		attrs = append(attrs,
-			slog.String("method", c.Request().Method),
-			slog.String("route", route),
-			slog.Int("status", status),
-			slog.Float64("latency_ms", float64(latency.Microseconds())/1000),
-		)
-		for _, k := range [...]struct{ key, attr string }{{ctxTool, "tool"}, {ctxChannel, "channel"}, {ctxErrorCode, "code"}} {
-			if v, ok := c.Get(k.key).(string); ok {
-				attrs = append(attrs, slog.String(k.attr, v))
-			}
-		}
 		level := slog.LevelInfo
 		if status >= 500 {
 			level = slog.LevelError
 		}
-		a.logger.LogAttrs(c.Request().Context(), level, "request", attrs...)
+		ctx := c.Request().Context()
+		h := a.logger.Handler()
+		if !h.Enabled(ctx, level) {
+			return nil
+		}
+		// A record without a caller: the line's source is always this middleware.
+		r := slog.NewRecord(time.Now(), level, "request", 0)
+		r.AddAttrs(
+			slog.String("method", c.Request().Method),
+			slog.String("route", route),
+			slog.Int("status", status),
+			slog.Int64("latency_us", latency.Microseconds()),
+		)
+		for _, k := range [...]struct{ key, attr string }{{ctxTool, "tool"}, {ctxChannel, "channel"}, {ctxErrorCode, "code"}} {
+			if v, ok := c.Get(k.key).(string); ok {
+				r.AddAttrs(slog.String(k.attr, v))
+			}
+		}
+		_ = h.Handle(ctx, r)
 		return nil
 	}
 }
@@ -103,7 +109,18 @@ func (a *App) cors() echo.MiddlewareFunc {
 		ExposedHeaders: []string{"ETag", "Retry-After"},
 		MaxAge:         600,
 	})
-	return echo.WrapMiddleware(c.Handler)
+	withCORS := echo.WrapMiddleware(c.Handler)
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		handle := withCORS(next)
+		return func(ctx echo.Context) error {
+			// Without an Origin there is nothing for CORS to do but say the answer varies.
+			if ctx.Request().Header.Get("Origin") == "" {
+				ctx.Response().Header().Add("Vary", "Origin")
+				return next(ctx)
+			}
+			return handle(ctx)
+		}
+	}
 }
 
 // checkOrigin refuses requests from browsers on origins that are not allowed. Requests

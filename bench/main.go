@@ -1,0 +1,348 @@
+// Command bench measures sitetools against baselines served in the same run: each
+// scenario loads a subject (the real service) and a baseline (the least code that gives
+// the same answer) in interleaved rounds and reports the throughput ratio against a
+// goal. `make bench` runs it; it prints one table and rewrites docs/benchmarks.md.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"regexp"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sitetools/sitetools/tools"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := realMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// settings are the command-line flags.
+type settings struct {
+	conns      int
+	duration   time.Duration
+	warmup     time.Duration
+	rounds     int
+	run        *regexp.Regexp
+	out        string
+	cpuprofile string
+	strict     bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (settings, error) {
+	var s settings
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&s.conns, "c", 32, "concurrent keep-alive connections (closed loop)")
+	fs.DurationVar(&s.duration, "duration", 3*time.Second, "length of one measured round")
+	fs.DurationVar(&s.warmup, "warmup", time.Second, "unmeasured warm-up per side and scenario")
+	fs.IntVar(&s.rounds, "rounds", 3, "measured rounds per side, interleaved subject/baseline")
+	run := fs.String("run", "", "run only the scenarios whose name matches this regexp")
+	fs.StringVar(&s.out, "out", "docs/benchmarks.md", "markdown report to rewrite, relative to the module root (empty: none)")
+	fs.StringVar(&s.cpuprofile, "cpuprofile", "", "write a CPU profile of the measured rounds to this file")
+	fs.BoolVar(&s.strict, "strict", false, "exit non-zero when a scenario misses its goal")
+	if err := fs.Parse(args); err != nil {
+		return s, err
+	}
+	if fs.NArg() > 0 {
+		return s, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if s.conns < 1 || s.rounds < 1 || s.duration <= 0 || s.warmup < 0 {
+		return s, errors.New("-c and -rounds must be at least 1, -duration positive, -warmup not negative")
+	}
+	var err error
+	if s.run, err = regexp.Compile(*run); err != nil {
+		return s, fmt.Errorf("-run: %w", err)
+	}
+	return s, nil
+}
+
+// scenario is one comparison: the subject and the baseline answer the same request
+// with the same bytes, and the subject should reach goal × the baseline's throughput.
+type scenario struct {
+	name  string
+	about string // what the subject and the baseline are
+	goal  float64
+	// same lists the response headers that must be identical on both sides, beside
+	// the status and the body; the check runs before any load.
+	same     []string
+	subject  target
+	baseline target
+}
+
+// scenarios is every scenario, given the addresses of the running servers.
+func scenarios(svcAddr, bareAddr string, cat *tools.Catalog) []scenario {
+	list := request{method: http.MethodGet, path: "/api/chat/tools", header: http.Header{"Accept": {"application/json"}}}
+	revalidate := list
+	revalidate.header = http.Header{"Accept": {"application/json"}, "If-None-Match": {cat.ETag}}
+	const about = "sitetools public API (echo, recoverer, request log at info, metrics, CORS, origin check) " +
+		"vs a bare net/http HandlerFunc writing the catalog's bytes and headers"
+	return []scenario{
+		{
+			name:     fmt.Sprintf("GET /api/chat/tools (200, %.1f KB)", float64(len(cat.JSON))/1024),
+			about:    about,
+			goal:     0.85,
+			same:     []string{"Content-Type", "ETag", "Cache-Control", "Vary"},
+			subject:  target{label: "sitetools", addr: svcAddr, req: list, want: http.StatusOK},
+			baseline: target{label: "net/http", addr: bareAddr, req: list, want: http.StatusOK},
+		},
+		{
+			name:     "GET /api/chat/tools, If-None-Match (304)",
+			about:    about,
+			goal:     0.85,
+			same:     []string{"Content-Type", "ETag", "Cache-Control", "Vary"},
+			subject:  target{label: "sitetools", addr: svcAddr, req: revalidate, want: http.StatusNotModified},
+			baseline: target{label: "net/http", addr: bareAddr, req: revalidate, want: http.StatusNotModified},
+		},
+	}
+}
+
+// bareCatalog is the baseline of the catalog scenarios: the least a handler can do to
+// serve the registry's catalog with its validators.
+func bareCatalog(cat *tools.Catalog) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("ETag", cat.ETag)
+		h.Set("Cache-Control", "public, max-age=60")
+		h.Set("Vary", "Origin") // the service's CORS layer says the answer may vary by Origin
+		if r.Header.Get("If-None-Match") == cat.ETag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		h.Set("Content-Type", "application/json")
+		_, _ = w.Write(cat.JSON)
+	})
+}
+
+func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	s, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	adminURL := os.Getenv("TEST_DATABASE_URL")
+	if adminURL == "" {
+		return errors.New("TEST_DATABASE_URL is not set: run `make bench`, which starts PostgreSQL with pgvector")
+	}
+	setupCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	dbURL, err := prepareDatabase(setupCtx, adminURL)
+	if err != nil {
+		return err
+	}
+	// Sides are labelled in CPU profiles only: the hook costs a little per request.
+	subjectLabel, baselineLabel := "", ""
+	if s.cpuprofile != "" {
+		subjectLabel, baselineLabel = "sitetools", "net/http"
+	}
+	svc, err := startService(setupCtx, dbURL, subjectLabel)
+	if err != nil {
+		return err
+	}
+	defer svc.close()
+	cat := svc.app.Registry().Catalog()
+	bare, bareAddr, err := serve(bareCatalog(cat), baselineLabel)
+	if err != nil {
+		return err
+	}
+	defer shutdown(bare)
+
+	var selected []scenario
+	for _, sc := range scenarios(svc.addr, bareAddr, cat) {
+		if s.run.MatchString(sc.name) {
+			selected = append(selected, sc)
+		}
+	}
+	if len(selected) == 0 {
+		return fmt.Errorf("no scenario matches -run %q", s.run)
+	}
+
+	if s.cpuprofile != "" {
+		f, err := os.Create(s.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	rep := report{
+		started: time.Now(),
+		command: command(adminURL, args),
+		s:       s,
+		catalog: len(cat.JSON),
+	}
+	for _, sc := range selected {
+		res, err := measure(ctx, sc, s, stderr)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sc.name, err)
+		}
+		rep.results = append(rep.results, res)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+
+	text := rep.text()
+	fmt.Fprint(stdout, text)
+	if s.out != "" {
+		path, err := writeDoc(s.out, text)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", path)
+	}
+	var errs []error
+	for _, r := range rep.results {
+		if n := r.subject.errors + r.baseline.errors; n > 0 {
+			errs = append(errs, fmt.Errorf("%s: %d errors (first: %v)", r.sc.name, n, cmpErr(r.subject.firstErr, r.baseline.firstErr)))
+		}
+		if s.strict && !r.pass() {
+			errs = append(errs, fmt.Errorf("%s: ratio %.2f misses the goal %.2f", r.sc.name, r.ratio(), r.sc.goal))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// measure checks that both sides answer alike, warms both up, then runs the rounds
+// interleaved (subject, baseline, subject, …) so that noise from the shared machine
+// falls on both sides alike.
+func measure(ctx context.Context, sc scenario, s settings, progress io.Writer) (result, error) {
+	notes, err := checkParity(sc)
+	if err != nil {
+		return result{}, err
+	}
+	res := result{sc: sc, notes: notes}
+	if s.warmup > 0 {
+		load(ctx, sc.subject, s.conns, s.warmup)
+		load(ctx, sc.baseline, s.conns, s.warmup)
+	}
+	var subj, base []round
+	for i := range s.rounds {
+		for _, side := range []struct {
+			t   target
+			out *[]round
+		}{{sc.subject, &subj}, {sc.baseline, &base}} {
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			runtime.GC() // start each round from a collected heap, whichever side ran before
+			r := load(ctx, side.t, s.conns, s.duration)
+			*side.out = append(*side.out, r)
+			fmt.Fprintf(progress, "%s: round %d/%d %-9s %8.0f rps, %d errors\n", sc.name, i+1, s.rounds, side.t.label, r.rps(), r.errors)
+		}
+	}
+	res.subject, res.baseline = summarize(subj), summarize(base)
+	return res, nil
+}
+
+// checkParity sends the scenario's request once to each side and fails unless the
+// status, the body and the headers in sc.same are identical. Other header differences
+// are returned as notes.
+func checkParity(sc scenario) ([]string, error) {
+	a, abody, err := probe(sc.subject)
+	if err != nil {
+		return nil, err
+	}
+	b, bbody, err := probe(sc.baseline)
+	if err != nil {
+		return nil, err
+	}
+	if a.StatusCode != sc.subject.want || b.StatusCode != sc.baseline.want || a.StatusCode != b.StatusCode {
+		return nil, fmt.Errorf("parity: status %d (%s) vs %d (%s), want %d", a.StatusCode, sc.subject.label, b.StatusCode, sc.baseline.label, sc.subject.want)
+	}
+	if !bytes.Equal(abody, bbody) {
+		return nil, fmt.Errorf("parity: bodies differ (%d vs %d bytes)", len(abody), len(bbody))
+	}
+	for _, h := range sc.same {
+		if av, bv := a.Header.Values(h), b.Header.Values(h); !slices.Equal(av, bv) {
+			return nil, fmt.Errorf("parity: %s is %q from %s, %q from %s", h, av, sc.subject.label, bv, sc.baseline.label)
+		}
+	}
+	var notes []string
+	for _, side := range []struct {
+		label       string
+		have, other http.Header
+	}{{sc.subject.label, a.Header, b.Header}, {sc.baseline.label, b.Header, a.Header}} {
+		var keys []string
+		for k := range side.have {
+			if k != "Date" && !slices.Equal(side.have[k], side.other[k]) {
+				keys = append(keys, fmt.Sprintf("%s: %s", k, strings.Join(side.have[k], ", ")))
+			}
+		}
+		slices.Sort(keys)
+		if len(keys) > 0 {
+			notes = append(notes, fmt.Sprintf("only %s sends %s", side.label, strings.Join(keys, "; ")))
+		}
+	}
+	return notes, nil
+}
+
+func probe(t target) (*http.Response, []byte, error) {
+	conn, err := net.DialTimeout("tcp", t.addr, 5*time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Write(t.req.raw(t.addr)); err != nil {
+		return nil, nil, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", t.label, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp, body, err
+}
+
+// command is the command line that reproduces this run, with any password redacted.
+func command(adminURL string, args []string) string {
+	if u, err := urlRedacted(adminURL); err == nil {
+		adminURL = u
+	}
+	cmd := "TEST_DATABASE_URL='" + adminURL + "' go run ./bench"
+	for _, a := range args {
+		cmd += " " + shellQuote(a)
+	}
+	return cmd
+}
+
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@", r))
+	}) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

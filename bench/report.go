@@ -1,0 +1,310 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// side is one side of a scenario, summed over its measured rounds.
+type side struct {
+	rps      []float64 // per round, in order
+	p50, p99 time.Duration
+	requests int
+	errors   int
+	cpu      time.Duration
+	firstErr error
+}
+
+// cpuPerRequest is the process's CPU time per request, load generator included.
+func (s side) cpuPerRequest() time.Duration {
+	if s.requests == 0 {
+		return 0
+	}
+	return s.cpu / time.Duration(s.requests)
+}
+
+func summarize(rounds []round) side {
+	var s side
+	var lat []time.Duration
+	for _, r := range rounds {
+		s.rps = append(s.rps, r.rps())
+		s.requests += r.requests
+		s.errors += r.errors
+		s.cpu += r.cpu
+		lat = append(lat, r.latency...)
+		if s.firstErr == nil {
+			s.firstErr = r.firstErr
+		}
+	}
+	slices.Sort(lat)
+	s.p50, s.p99 = percentile(lat, 50), percentile(lat, 99)
+	return s
+}
+
+type result struct {
+	sc                scenario
+	subject, baseline side
+	notes             []string
+}
+
+func (r result) ratio() float64 {
+	b := median(r.baseline.rps)
+	if b == 0 {
+		return 0
+	}
+	return median(r.subject.rps) / b
+}
+
+func (r result) pass() bool { return r.ratio() >= r.sc.goal }
+
+// cpuRatio is baseline ÷ subject CPU time per request: the throughput ratio the two
+// would have if both saturated the same cores. Time stolen by other processes lowers
+// throughput but hardly CPU per request, so this estimate survives a busy machine.
+func (r result) cpuRatio() float64 {
+	s := r.subject.cpuPerRequest()
+	if s == 0 {
+		return 0
+	}
+	return float64(r.baseline.cpuPerRequest()) / float64(s)
+}
+
+// noisy reports whether the rounds of either side spread so far that the throughput
+// ratio says more about the machine than about the code.
+func (r result) noisy() bool {
+	return spread(r.subject.rps) > noiseLimit || spread(r.baseline.rps) > noiseLimit
+}
+
+// report is what one run prints and writes to the docs.
+type report struct {
+	started time.Time
+	command string
+	s       settings
+	catalog int // bytes of the catalog JSON
+	results []result
+}
+
+func (rep report) text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cores: %d (GOMAXPROCS %d), %s %s/%s, %s\n", runtime.NumCPU(), runtime.GOMAXPROCS(0),
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, rep.started.UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(&b, "load average at the end: %s\n", loadAverage())
+	fmt.Fprintf(&b, "command: make bench  ≡  %s\n", rep.command)
+	fmt.Fprintf(&b, "load: closed loop, %d keep-alive connections, %d × %s rounds per side interleaved, %s warm-up per side; catalog %d bytes\n\n",
+		rep.s.conns, rep.s.rounds, rep.s.duration, rep.s.warmup, rep.catalog)
+
+	rows := [][]string{{"scenario", "subject rps", "baseline rps", "ratio", "CPU ratio", "goal", "result", "subject p50 / p99", "baseline p50 / p99", "errors"}}
+	for _, r := range rep.results {
+		verdict := "PASS"
+		if !r.pass() {
+			verdict = "MISS"
+		}
+		if r.noisy() {
+			verdict += " (noisy)"
+		}
+		rows = append(rows, []string{
+			r.sc.name,
+			fmt.Sprintf("%.0f", median(r.subject.rps)),
+			fmt.Sprintf("%.0f", median(r.baseline.rps)),
+			fmt.Sprintf("%.2f", r.ratio()),
+			fmt.Sprintf("%.2f", r.cpuRatio()),
+			fmt.Sprintf("≥ %.2f", r.sc.goal),
+			verdict,
+			latencies(r.subject),
+			latencies(r.baseline),
+			fmt.Sprintf("%d / %d", r.subject.errors, r.baseline.errors),
+		})
+	}
+	table(&b, rows)
+
+	b.WriteString("\n")
+	for _, r := range rep.results {
+		pairs := make([]float64, len(r.subject.rps))
+		for i := range pairs {
+			pairs[i] = r.subject.rps[i] / max(r.baseline.rps[i], 1)
+		}
+		fmt.Fprintf(&b, "- %s\n", r.sc.name)
+		fmt.Fprintf(&b, "  - rps per round: %s %s, %s %s; ratio per pair of rounds: %s\n",
+			r.sc.subject.label, join(r.subject.rps, "%.0f"), r.sc.baseline.label, join(r.baseline.rps, "%.0f"), join(pairs, "%.2f"))
+		fmt.Fprintf(&b, "  - CPU per request (whole process, load generator included): %s %s, %s %s; %d + %d requests\n",
+			r.sc.subject.label, duration(r.subject.cpuPerRequest()), r.sc.baseline.label, duration(r.baseline.cpuPerRequest()),
+			r.subject.requests, r.baseline.requests)
+		for _, n := range r.notes {
+			fmt.Fprintf(&b, "  - %s\n", n)
+		}
+		if r.noisy() {
+			fmt.Fprintf(&b, "  - noisy: rounds of one side differ by more than %.0f%% of their median (%s %.0f%%, %s %.0f%%): "+
+				"other work competed for the cores; trust the CPU ratio, or rerun on a quiet machine\n",
+				100*noiseLimit, r.sc.subject.label, 100*spread(r.subject.rps), r.sc.baseline.label, 100*spread(r.baseline.rps))
+		}
+	}
+	abouts := map[string]bool{}
+	for _, r := range rep.results {
+		if !abouts[r.sc.about] {
+			abouts[r.sc.about] = true
+			fmt.Fprintf(&b, "- subject vs baseline: %s\n", r.sc.about)
+		}
+	}
+	return b.String()
+}
+
+// noiseLimit is the spread of one side's rounds, relative to their median, above which the
+// report warns that the machine was busy with something else.
+const noiseLimit = 0.15
+
+func spread(rps []float64) float64 {
+	m := median(rps)
+	if m == 0 {
+		return 0
+	}
+	return (slices.Max(rps) - slices.Min(rps)) / m
+}
+
+// loadAverage is the 1-, 5- and 15-minute load averages, where the system reports them.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func latencies(s side) string {
+	return duration(s.p50) + " / " + duration(s.p99)
+}
+
+func duration(d time.Duration) string {
+	switch {
+	case d < 10*time.Microsecond:
+		return fmt.Sprintf("%.1fµs", float64(d)/float64(time.Microsecond))
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	}
+	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+}
+
+func join(xs []float64, format string) string {
+	parts := make([]string, len(xs))
+	for i, v := range xs {
+		parts[i] = fmt.Sprintf(format, v)
+	}
+	return strings.Join(parts, " ")
+}
+
+// table writes rows as a Markdown table padded to line up in a terminal too.
+func table(b *strings.Builder, rows [][]string) {
+	widths := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for i, cell := range row {
+			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
+		}
+	}
+	line := func(row []string) {
+		b.WriteString("|")
+		for i, cell := range row {
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell))
+			if i == 0 {
+				fmt.Fprintf(b, " %s%s |", cell, pad) // names left, numbers right
+			} else {
+				fmt.Fprintf(b, " %s%s |", pad, cell)
+			}
+		}
+		b.WriteString("\n")
+	}
+	line(rows[0])
+	b.WriteString("|")
+	for i, w := range widths {
+		if i == 0 {
+			b.WriteString(" " + strings.Repeat("-", w) + " |")
+		} else {
+			b.WriteString(" " + strings.Repeat("-", w-1) + ": |")
+		}
+	}
+	b.WriteString("\n")
+	for _, row := range rows[1:] {
+		line(row)
+	}
+}
+
+const docHeader = `# Benchmarks
+
+This file is rewritten by every ` + "`make bench`" + ` (bench/main.go); do not edit it by hand.
+
+**Method.** Each scenario compares a *subject* (the real service, built in-process as
+` + "`sitetools serve`" + ` builds it, on a migrated PostgreSQL, with request logging on at info into a
+discarded JSON handler) with a *baseline* (the least code that gives the same answer). Both are
+served by an ` + "`http.Server`" + ` with the same settings on a loopback TCP port. Before any load the
+harness checks that both sides answer with the same status, body and listed headers.
+
+A closed-loop load generator (C keep-alive connections, each sending its next request as soon as
+the previous response is read) warms each side up, then runs measured rounds alternating subject
+and baseline, so that other work on the machine falls on both alike.
+
+- **rps** is the median over rounds; **ratio** is subject ÷ baseline rps, and **goal** is the
+  least acceptable ratio (PASS/MISS).
+- **CPU ratio** is baseline ÷ subject CPU time per request of the whole process (load generator
+  included): the throughput ratio the two would have while saturating the same cores. Time stolen
+  by other processes lowers throughput but hardly CPU per request, so when a row is marked
+  *noisy* (rounds of one side spread by more than 15%), the CPU ratio is the number to trust.
+- **p50 / p99** are over every request of every measured round; **errors** are transport failures
+  and responses with a status other than the expected one.
+
+The load generator shares the process and the cores with the servers, so its own cost is in both
+numbers: a ratio is the end-to-end view of a client on this machine, and understates how much
+more CPU the subject's handler spends than the baseline's. Absolute numbers depend on the machine
+and compare only within one run. To see where the time goes: ` + "`go run ./bench -cpuprofile cpu.out`" + `,
+then ` + "`go tool pprof -tagfocus side=sitetools cpu.out`" + ` (sides are labelled ` + "`sitetools`" + `,
+` + "`net/http`" + ` and ` + "`client`" + `; ` + "`go tool pprof -tags`" + ` splits the CPU time between them).
+
+## Latest run
+
+`
+
+// writeDoc writes the report under the module root and returns the path written.
+func writeDoc(rel, text string) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(root, rel)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, []byte(docHeader+"```\n"+text+"```\n"), 0o644)
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("writeDoc: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+func urlRedacted(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", err
+	}
+	return u.Redacted(), nil
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime/pprof"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sitetools/sitetools/internal/postgres"
+	"github.com/sitetools/sitetools/server"
+)
+
+// benchDatabase is the database the benchmarked service runs on; it is created next to
+// the one TEST_DATABASE_URL names and migrated on every run.
+const benchDatabase = "sitetools_bench"
+
+// prepareDatabase creates benchDatabase if it is missing, migrates it, and returns its URL.
+func prepareDatabase(ctx context.Context, adminURL string) (string, error) {
+	u, err := url.Parse(adminURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", errors.New("prepareDatabase: TEST_DATABASE_URL must be a postgres:// URL")
+	}
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return "", fmt.Errorf("prepareDatabase: %w", err)
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", benchDatabase).Scan(&exists); err != nil {
+		return "", fmt.Errorf("prepareDatabase: %w", err)
+	}
+	if !exists {
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{benchDatabase}.Sanitize()); err != nil {
+			return "", fmt.Errorf("prepareDatabase: %w", err)
+		}
+	}
+	u.Path = "/" + benchDatabase
+	dbURL := u.String()
+	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+		return "", fmt.Errorf("prepareDatabase: %w", err)
+	}
+	return dbURL, nil
+}
+
+// service is the real sitetools public API, built as `sitetools serve` builds it and
+// served on a loopback TCP port.
+type service struct {
+	app  *server.App
+	db   *postgres.DB
+	srv  *http.Server
+	addr string
+}
+
+func startService(ctx context.Context, dbURL, label string) (*service, error) {
+	env := map[string]string{
+		"DATABASE_URL":          dbURL,
+		"LISTEN_ADDR":           "127.0.0.1:0",
+		"ADMIN_LISTEN_ADDR":     "off",
+		"RATE_LIMIT_PER_MINUTE": "0",
+	}
+	cfg, err := server.LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		return nil, fmt.Errorf("startService: %w", err)
+	}
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, cfg.DatabaseMaxConns)
+	if err != nil {
+		return nil, fmt.Errorf("startService: %w", err)
+	}
+	if err := db.Ready(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("startService: %w", err)
+	}
+	// Logging stays on at info, as in production: formatting the request line is part
+	// of the cost being measured; only the write goes nowhere.
+	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	app, err := server.New(cfg, server.Options{DB: db, Logger: logger, Register: registerTools})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("startService: %w", err)
+	}
+	srv, addr, err := serve(app.Handler(), label)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("startService: %w", err)
+	}
+	return &service{app: app, db: db, srv: srv, addr: addr}, nil
+}
+
+func (s *service) close() {
+	shutdown(s.srv)
+	s.db.Close()
+}
+
+// serve serves h on a fresh loopback port with the http.Server settings the service
+// uses, so that subject and baseline differ only in their handlers. With a label, the
+// goroutine of every connection carries the pprof label side=label once it has read a
+// request, so that a CPU profile can be split by side (go tool pprof -tagfocus side=…).
+func serve(h http.Handler, label string) (*http.Server, string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", err
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(slog.DiscardHandler, slog.LevelWarn),
+	}
+	if label != "" {
+		labels := pprof.WithLabels(context.Background(), pprof.Labels("side", label))
+		// StateActive is reported on the connection's own goroutine.
+		srv.ConnState = func(_ net.Conn, st http.ConnState) {
+			if st == http.StateActive {
+				pprof.SetGoroutineLabels(labels)
+			}
+		}
+	}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, ln.Addr().String(), nil
+}
+
+func shutdown(srv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
+}
