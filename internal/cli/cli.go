@@ -13,6 +13,9 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools"
@@ -26,6 +29,8 @@ const usage = `usage: sitetools <command> [flags]
 commands:
   serve      run the service (configuration from the environment, see README)
   migrate    apply pending database migrations (DATABASE_URL)
+  ingest     index the site's pages: --dir PATH --base-url URL, or --sitemap URL [--reindex]
+  usage      paid usage and budgets of the last days [--days N]
   version    print the version
 `
 
@@ -55,6 +60,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serve(ctx, rest, stderr)
 	case "migrate":
 		return migrate(ctx, rest, stdout)
+	case "ingest":
+		return ingest(ctx, rest, stdout, stderr)
+	case "usage":
+		return usageCmd(ctx, rest, stdout)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "sitetools", Version())
 		return nil
@@ -95,6 +104,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("configuration:\n  %s", strings.ReplaceAll(err.Error(), "\n", "\n  "))
 	}
 	logger := newLogger(stderr, cfg.LogLevel)
+	// Load the tokenizer now rather than on the first query.
+	if err := llm.LoadTokenizer(); err != nil {
+		logger.Warn("token estimates fall back to a character count", "err", err.Error())
+	}
 	db, err := postgres.Open(ctx, cfg.DatabaseURL, cfg.DatabaseMaxConns)
 	if err != nil {
 		return err
@@ -104,17 +117,27 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		// Serve anyway: /readyz reports it, and the service recovers when the database does.
 		logger.Warn("database not ready", "err", err.Error())
 	}
-	app, err := server.New(cfg, server.Options{DB: db, Logger: logger, Register: registerTools})
+	reg := prometheus.NewRegistry()
+	search, err := newSearch(ctx, cfg, db, logger, reg)
+	if err != nil {
+		return err
+	}
+	app, err := server.New(cfg, server.Options{
+		DB: db, Logger: logger, Metrics: reg, Usage: search.report,
+		Register: func(r *tools.Registry) error {
+			for _, t := range search.tools {
+				if err := r.Add(t); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	})
 	if err != nil {
 		return err
 	}
 	logger.Info("starting", "version", Version(), "tools", len(app.Registry().Tools()))
 	return app.Run(ctx)
-}
-
-// registerTools adds every tool of the site to the registry.
-func registerTools(r *tools.Registry) error {
-	return nil
 }
 
 func migrate(ctx context.Context, args []string, stdout io.Writer) error {

@@ -105,7 +105,7 @@ type localScratch struct {
 	words    []span // the words in lower
 	content  []span // the words that are not stop words
 	key      []byte // the feature being hashed
-	runeEnds []int  // rune boundaries of the padded word
+	runeEnds []int  // where each rune of the current word ends
 	index    map[uint64]int32
 	feats    []localFeature // in first-seen order, so that float sums are reproducible
 	acc      []float64
@@ -115,9 +115,15 @@ type localScratch struct {
 
 func (l *Local) vector(text string) []float32 {
 	s := l.pool.Get().(*localScratch)
-	defer l.pool.Put(s)
-	return l.vectorWith(s, text)
+	v := l.vectorWith(s, text)
+	if cap(s.lower) <= maxPooledText { // one huge text should not pin its memory
+		l.pool.Put(s)
+	}
+	return v
 }
+
+// maxPooledText is the largest text whose working memory is kept for reuse.
+const maxPooledText = 1 << 20
 
 func (l *Local) vectorWith(s *localScratch, text string) []float32 {
 	s.reset()

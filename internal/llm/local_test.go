@@ -203,6 +203,16 @@ func TestLocalSimilarity(t *testing.T) {
 	}
 }
 
+// Sublinear tf: a word said twenty times does not drown one said once (with a linear tf
+// the cosine below is about 0.05; with 1+ln tf about 0.23).
+func TestLocalSublinearTF(t *testing.T) {
+	l := newLocal(t, 384)
+	doc := embedOne(t, l, strings.Repeat("cookies ", 20)+"privacy")
+	if c := cosine(doc, embedOne(t, l, "privacy")); c < 0.15 {
+		t.Errorf("cosine of the once-said word %.3f, want at least 0.15", c)
+	}
+}
+
 func TestLocalCaseInsensitive(t *testing.T) {
 	l := newLocal(t, 128)
 	if diff := cmp.Diff(embedOne(t, l, "Über uns: PRIVACY Policy"), embedOne(t, l, "über UNS privacy policy")); diff != "" {
@@ -300,5 +310,24 @@ func BenchmarkCountTokens(b *testing.B) {
 	b.SetBytes(int64(len(chunk500)))
 	for b.Loop() {
 		CountTokens(chunk500)
+	}
+}
+
+func BenchmarkLocalEmbedQuery(b *testing.B) {
+	l := newLocal(b, 384)
+	texts := []string{"How do I merge rankings from full-text search and embedding similarity?"}
+	CountTokens("warm up")
+	for b.Loop() {
+		if _, err := l.Embed(context.Background(), texts); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkLoadTokenizer(b *testing.B) {
+	for b.Loop() {
+		if _, err := loadEncoding(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -339,7 +339,7 @@ func (d retryHintDoer) Do(req *http.Request) (*http.Response, error) {
 // It returns 0 when there is no usable hint.
 func retryAfter(h http.Header, now time.Time) time.Duration {
 	seconds := math.NaN()
-	if v := h.Get("X-None"); v != "" {
+	if v := h.Get("Retry-After-Ms"); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil {
 			seconds = ms / 1000
 		}

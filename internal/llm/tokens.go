@@ -1,7 +1,10 @@
 package llm
 
 import (
+	"fmt"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/pkoukk/tiktoken-go"
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
@@ -10,25 +13,82 @@ import (
 // encoding is cl100k_base, loaded once from the ranks embedded in the binary. The
 // default loader of tiktoken-go downloads them at first use; the offline loader never
 // touches the network.
-var encoding = sync.OnceValue(func() *tiktoken.Tiktoken {
+var encoding = sync.OnceValues(loadEncoding)
+
+func loadEncoding() (*tiktoken.Tiktoken, error) {
 	tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader())
-	enc, err := tiktoken.GetEncoding(tiktoken.MODEL_CL100K_BASE)
-	if err != nil {
-		return nil
+	return tiktoken.GetEncoding(tiktoken.MODEL_CL100K_BASE)
+}
+
+// LoadTokenizer loads the encoder now instead of at the first CountTokens (that takes
+// tens of milliseconds and some 7 MB), and reports whether CountTokens will fall back to its
+// estimate. Call it at start-up.
+func LoadTokenizer() error {
+	if _, err := encoding(); err != nil {
+		return fmt.Errorf("llm.LoadTokenizer: %w", err)
 	}
-	return enc
-})
+	return nil
+}
 
 // CountTokens returns the number of cl100k_base tokens in text: exact for OpenAI's
 // embedding models, a close estimate for others. Special tokens such as <|endoftext|>
-// count as ordinary text. Should the encoder fail to load, it returns a deliberately
-// high estimate (a token per three bytes) so that budgets err on the safe side.
+// count as ordinary text. Should the encoder fail to load, it returns an estimate of a
+// token per three bytes, which errs high for most text, so that budgets err on the safe
+// side.
 func CountTokens(text string) int {
 	if text == "" {
 		return 0
 	}
-	if enc := encoding(); enc != nil {
-		return len(enc.EncodeOrdinary(text))
+	enc, err := encoding()
+	if err != nil {
+		return len(text)/3 + 1
 	}
-	return len(text)/3 + 1
+	n, start, runStart, prev := 0, 0, 0, runeClass(-1)
+	for i, r := range text {
+		switch c := classOf(r); {
+		case c != prev:
+			runStart, prev = i, c
+		case i-runStart >= maxRun && c != classDigit: // digits come in pieces of three
+			n += len(enc.EncodeOrdinary(text[start:i]))
+			start, runStart = i, i
+		}
+	}
+	return n + len(enc.EncodeOrdinary(text[start:]))
+}
+
+// maxRun bounds the runs of one class of characters that reach the encoder at once:
+// its byte-pair merge takes time quadratic in a run's length (100 kB of "a" or of
+// spaces takes seconds), and pages do hold such runs. A longer run is counted in parts,
+// which may add a token per part; text with normal words is counted exactly.
+const maxRun = 256
+
+type runeClass int
+
+const (
+	classLetter runeClass = iota
+	classDigit
+	classSpace
+	classOther
+)
+
+func classOf(r rune) runeClass {
+	switch {
+	case r < utf8.RuneSelf:
+		switch {
+		case 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z':
+			return classLetter
+		case '0' <= r && r <= '9':
+			return classDigit
+		case r == ' ' || '\t' <= r && r <= '\r':
+			return classSpace
+		}
+		return classOther
+	case unicode.IsLetter(r) || unicode.Is(unicode.Mn, r):
+		return classLetter
+	case unicode.IsDigit(r):
+		return classDigit
+	case unicode.IsSpace(r):
+		return classSpace
+	}
+	return classOther
 }

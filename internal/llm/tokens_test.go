@@ -1,16 +1,19 @@
-package llm
+package llm_test
 
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sitetools/sitetools/internal/llm"
 )
 
 // The counts are cl100k_base's, as OpenAI's tokenizer gives them. The estimate that
 // CountTokens falls back to would give different ones, so passing proves that the
 // encoder loaded, from the embedded ranks: this machine has no route to their URL.
 func TestCountTokens(t *testing.T) {
-	if encoding() == nil {
-		t.Fatal("the cl100k_base encoder did not load from the offline ranks")
+	if err := llm.LoadTokenizer(); err != nil {
+		t.Fatalf("the cl100k_base encoder did not load from the offline ranks: %v", err)
 	}
 	for _, tc := range []struct {
 		text string
@@ -24,9 +27,47 @@ func TestCountTokens(t *testing.T) {
 		{text: "<|endoftext|>", want: 7},
 	} {
 		t.Run("", func(t *testing.T) {
-			if got := CountTokens(tc.text); got != tc.want {
+			if got := llm.CountTokens(tc.text); got != tc.want {
 				t.Errorf("CountTokens(%q) = %d, want %d (the fallback estimate is %d)",
 					tc.text, got, tc.want, len(tc.text)/3+1)
+			}
+		})
+	}
+}
+
+// The encoder's merge is quadratic in the length of a run of one kind of character;
+// CountTokens cuts long runs so that a page with 50 kB of padding costs about what 50 kB
+// of prose does. The ratio to prose measured in the same run is about 3 with the cuts
+// and over 50 without.
+func TestCountTokensLongRuns(t *testing.T) {
+	const size = 50_000
+	timeOf := func(text string) (time.Duration, int) {
+		start := time.Now()
+		n := llm.CountTokens(text)
+		return time.Since(start), n
+	}
+	if err := llm.LoadTokenizer(); err != nil {
+		t.Fatal(err)
+	}
+	prose, _ := timeOf(strings.Repeat("Our audits check forms, contrast and alt texts. ", size/49))
+	for _, tc := range []struct {
+		text      string
+		wantCount int // 0: any
+	}{
+		{text: strings.Repeat("a", size), wantCount: size / 8},
+		{text: strings.Repeat(" ", size)},
+		{text: strings.Repeat("\n", size)},
+		{text: strings.Repeat("=", size)},
+		{text: strings.Repeat("ü", size/2), wantCount: size / 2},
+		{text: strings.Repeat("7", size), wantCount: (size + 2) / 3},
+	} {
+		t.Run("", func(t *testing.T) {
+			d, n := timeOf(tc.text)
+			if ratio := float64(d) / float64(prose); ratio > 15 {
+				t.Errorf("%q...: %s, %.0f times as long as prose of the same size (%s)", tc.text[:4], d, ratio, prose)
+			}
+			if n <= 0 || tc.wantCount != 0 && n != tc.wantCount {
+				t.Errorf("%q...: %d tokens, want %d", tc.text[:4], n, tc.wantCount)
 			}
 		})
 	}

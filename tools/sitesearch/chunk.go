@@ -38,11 +38,14 @@ const (
 // in whole sentences where they fit.
 //
 // The result depends only on the content, so unchanged content keeps its
-// hashes across runs. Where a section needs several chunks, a chunk may also
-// end early, once it holds half of MaxTokens, before a paragraph whose hash
-// marks it as a cut point: these content-defined cuts keep a longer or
-// shorter paragraph from shifting every later chunk of its section, so an
-// edit changes the hashes of the chunks around it only.
+// hashes across runs, and an edit changes the hashes of the chunks that
+// contain it and, at most, of a few after it in the same section. Greedy
+// packing alone would let one longer paragraph push every later paragraph of
+// a long section into the next chunk; so, where the rest of a section does
+// not fit, a chunk that is at least half full also ends before a paragraph
+// whose first words hash to a cut point (about half of all paragraphs). Such
+// cuts fall in the same places whatever precedes them, and realign the
+// chunks after an edit.
 func ChunkDocument(doc *Document, opts ChunkOptions) []Chunk {
 	c := chunker{max: opts.MaxTokens, overlap: opts.OverlapTokens, count: opts.Count}
 	if c.max <= 0 {
@@ -168,8 +171,8 @@ func (c *chunker) section(text string) []string {
 }
 
 // chunkCutPoint marks about half of all paragraphs as places where a chunk
-// may end early; being a function of the paragraph alone, it picks the same
-// places whatever comes before.
+// may end early. It looks at the first words only, so that editing the rest
+// of a paragraph does not move the cuts around it.
 func chunkCutPoint(u chunkUnit) bool {
 	w := strings.Fields(chunkJoin(u.atoms))
 	w = w[:min(len(w), 8)]
@@ -179,10 +182,12 @@ func chunkCutPoint(u chunkUnit) bool {
 
 // overlapOf returns the atoms that begin the chunk after prev: its last
 // sentences up to the overlap budget, leaving room for next; or, when even
-// the last sentence is too long, its last words.
+// the last sentence is too long, its last words. Where next leaves room for
+// less than half the overlap, there is none: a word or two of context would
+// only make the chunk start oddly.
 func (c *chunker) overlapOf(prev []chunkAtom, next chunkUnit) []chunkAtom {
 	budget := min(c.overlap, c.max-next.tokens)
-	if budget <= 0 || len(prev) == 0 {
+	if budget <= 0 || budget*2 < c.overlap || len(prev) == 0 {
 		return nil
 	}
 	fits := func(ov []chunkAtom) bool {
@@ -237,7 +242,8 @@ func (c *chunker) units(text string) []chunkUnit {
 	return units
 }
 
-// splitAtom cuts a sentence over the limit into runs of words that fit.
+// splitAtom cuts a sentence over the limit into runs of words that leave
+// room for the overlap.
 func (c *chunker) splitAtom(a chunkAtom) []chunkAtom {
 	if c.count(a.text) <= c.max {
 		return []chunkAtom{a}
@@ -245,9 +251,10 @@ func (c *chunker) splitAtom(a chunkAtom) []chunkAtom {
 	var out []chunkAtom
 	words := strings.Fields(a.text)
 	sep := a.sep
+	limit := c.max - c.overlap
 	for len(words) > 0 {
 		k := chunkLargest(len(words), func(k int) bool {
-			return c.count(strings.Join(words[:k], " ")) <= c.max
+			return c.count(strings.Join(words[:k], " ")) <= limit
 		})
 		if k == 0 {
 			// One word longer than the limit: cut it by characters.

@@ -122,6 +122,10 @@ func extractHTML(src []byte, pageURL, contentType string) (*Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", pageURL, err)
 	}
+	title, lang := extractHTMLMeta(root)
+	// Boilerplate goes before readability sees the page: on a short page,
+	// readability may otherwise keep a site header as content.
+	extractPrune(root, false)
 	// Readability renames h1 to h2; the original level survives in an attribute.
 	extractEach(root, func(n *html.Node) {
 		if lvl := extractHeadingLevel(n); lvl > 0 {
@@ -134,17 +138,23 @@ func extractHTML(src []byte, pageURL, contentType string) (*Document, error) {
 		sections = extractSections(art.Node, true)
 	}
 	if !extractHasText(sections) {
-		content, inContent := extractFind(root, "main"), true
+		content := extractFind(root, "main")
 		if content == nil {
 			content = extractFind(root, "article")
 		}
 		if content == nil {
-			content, inContent = extractFind(root, "body"), false
+			content = extractFind(root, "body")
 		}
-		sections = extractSections(content, inContent)
+		sections = extractSections(content, true)
 	}
-	doc.Sections = sections
-	doc.Title, doc.Lang = extractHTMLMeta(root)
+	if title == "" {
+		title = extractFirstH1(sections)
+	}
+	if title == "" {
+		// Readability drops an h1 it takes for the title.
+		title = extractFindText(root, "h1")
+	}
+	doc.Sections, doc.Title, doc.Lang = sections, title, lang
 	return doc, nil
 }
 
@@ -440,7 +450,12 @@ func extractSections(n *html.Node, inContent bool) []Section {
 func (w *extractWalker) walk(n *html.Node, inContent bool) {
 	switch n.Type {
 	case html.TextNode:
-		w.buf.WriteString(n.Data)
+		if w.pre {
+			w.buf.WriteString(n.Data)
+		} else {
+			// Only <br> breaks a line outside <pre>.
+			w.buf.WriteString(strings.Map(extractNoNewline, n.Data))
+		}
 		if strings.TrimSpace(n.Data) != "" {
 			w.pending = ""
 		}
@@ -455,9 +470,7 @@ func (w *extractWalker) walk(n *html.Node, inContent bool) {
 		return
 	}
 	tag := n.Data
-	if extractSkip[tag] || extractSkipRoles[extractAttr(n, "role")] ||
-		extractHasAttr(n, "hidden") || extractAttr(n, "aria-hidden") == "true" ||
-		(tag == "header" && !inContent) {
+	if extractBoilerplate(n, inContent) {
 		return
 	}
 	if tag == "main" || tag == "article" {
@@ -567,6 +580,44 @@ func (w *extractWalker) endSection() {
 	w.cur = Section{}
 }
 
+// extractPrune removes what is never page content: scripts, styles, forms,
+// navigation, footers, asides, hidden elements, and <header> outside <main>
+// and <article> (the site's banner).
+func extractPrune(n *html.Node, inContent bool) {
+	for c := n.FirstChild; c != nil; {
+		next := c.NextSibling
+		if c.Type == html.ElementNode {
+			if extractBoilerplate(c, inContent) && c.Data != "head" {
+				n.RemoveChild(c)
+			} else {
+				extractPrune(c, inContent || c.Data == "main" || c.Data == "article")
+			}
+		}
+		c = next
+	}
+}
+
+func extractBoilerplate(n *html.Node, inContent bool) bool {
+	return extractSkip[n.Data] || extractSkipRoles[extractAttr(n, "role")] ||
+		extractHasAttr(n, "hidden") || extractAttr(n, "aria-hidden") == "true" ||
+		(n.Data == "header" && !inContent)
+}
+
+func extractNoNewline(r rune) rune {
+	if r == '\n' || r == '\r' {
+		return ' '
+	}
+	return r
+}
+
+// extractFindText returns the text of the first element named tag.
+func extractFindText(root *html.Node, tag string) string {
+	if n := extractFind(root, tag); n != nil {
+		return extractHeadingText(n)
+	}
+	return ""
+}
+
 // extractHeadingText is a heading's text without permalink symbols.
 func extractHeadingText(n *html.Node) string {
 	var b strings.Builder
@@ -614,9 +665,10 @@ func extractAnchorID(n *html.Node) string {
 	return ""
 }
 
-// extractHTMLMeta finds a page's title and language.
+// extractHTMLMeta finds a page's title in <title> or og:title, and its
+// language in <html lang>, a content-language meta element or og:locale.
 func extractHTMLMeta(root *html.Node) (title, lang string) {
-	var titleTag, ogTitle, h1, contentLang, ogLocale string
+	var titleTag, ogTitle, contentLang, ogLocale string
 	extractEach(root, func(n *html.Node) {
 		if n.Type != html.ElementNode {
 			return
@@ -629,10 +681,6 @@ func extractHTMLMeta(root *html.Node) (title, lang string) {
 		case "title":
 			if titleTag == "" && !extractInside(n, "svg") {
 				titleTag = extractSpace(extractText(n))
-			}
-		case "h1":
-			if h1 == "" {
-				h1 = extractHeadingText(n)
 			}
 		case "meta":
 			content := extractAttr(n, "content")
@@ -647,11 +695,9 @@ func extractHTMLMeta(root *html.Node) (title, lang string) {
 			}
 		}
 	})
-	for _, t := range []string{titleTag, ogTitle, h1} {
-		if t != "" {
-			title = t
-			break
-		}
+	title = titleTag
+	if title == "" {
+		title = ogTitle
 	}
 	for _, l := range []string{contentLang, ogLocale} {
 		if lang == "" {

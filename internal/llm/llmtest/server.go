@@ -29,7 +29,7 @@ type Server struct {
 
 	dims int
 
-	calls  atomic.Int64 // every request to an endpoint, failed ones included
+	calls  atomic.Int64 // every request received, failed ones included
 	tokens atomic.Int64 // prompt tokens of answered requests
 	inputs atomic.Int64 // inputs of answered requests
 

@@ -1,0 +1,245 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/sitetools/sitetools/internal/costguard"
+	"github.com/sitetools/sitetools/internal/llm"
+	"github.com/sitetools/sitetools/internal/postgres"
+	"github.com/sitetools/sitetools/server"
+	"github.com/sitetools/sitetools/tools"
+	"github.com/sitetools/sitetools/tools/sitesearch"
+)
+
+// newEmbedder returns the configured embedding provider.
+func newEmbedder(cfg server.Embeddings, logger *slog.Logger) (llm.Embedder, error) {
+	switch cfg.Provider {
+	case "openai":
+		return llm.NewOpenAI(llm.OpenAIOptions{
+			BaseURL:    cfg.BaseURL,
+			APIKey:     cfg.APIKey,
+			Model:      cfg.Model,
+			Dimensions: cfg.Dimensions,
+			Timeout:    cfg.Timeout,
+			Logger:     logger,
+		})
+	default:
+		return llm.NewLocal(cfg.Dimensions)
+	}
+}
+
+// searchParts is search_site's machinery, shared by serve and the usage report.
+type searchParts struct {
+	store  *sitesearch.Store
+	budget *costguard.Budget
+	ledger *costguard.Ledger
+	tools  []tools.Tool
+}
+
+func newSearch(ctx context.Context, cfg server.Config, db *postgres.DB, logger *slog.Logger, reg prometheus.Registerer) (*searchParts, error) {
+	embedder, err := newEmbedder(cfg.Embeddings, logger)
+	if err != nil {
+		return nil, fmt.Errorf("embeddings: %w", err)
+	}
+	store := sitesearch.NewStore(db, embedder.Dimensions())
+	if err := store.CheckModel(ctx, embedder.Model(), embedder.Dimensions()); err != nil {
+		var mismatch *sitesearch.ErrModelMismatch
+		if errors.As(err, &mismatch) {
+			return nil, err
+		}
+		// The database is down: the check runs again at ingest; serve and recover.
+		logger.Warn("could not check the search index's model", "err", err.Error())
+	}
+	p := &searchParts{
+		store:  store,
+		budget: costguard.NewBudget(db.Pool, "embedding", cfg.Embeddings.DailyTokenBudget, nil),
+		ledger: costguard.NewLedger(db.Pool),
+	}
+	qe, err := costguard.NewQueryEmbedder(costguard.QueryEmbedderOptions{
+		Pool: db.Pool, Embedder: embedder, Budget: p.budget, Ledger: p.ledger,
+		PricePerMTok: cfg.Embeddings.PricePerMTok, Timeout: cfg.Embeddings.Timeout,
+		Logger: logger, Registerer: reg,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.tools, err = sitesearch.Tools(sitesearch.Options{
+		Store: store, Embedder: qe,
+		MaxQueryChars: cfg.Search.MaxQueryChars, MaxQueryTokens: cfg.Search.MaxQueryTokens,
+	})
+	return p, err
+}
+
+// usageReport is the admin usage report: the ledger by day, channel and tool, and
+// today's budget.
+type usageReport struct {
+	Budgets []costguard.Usage     `json:"budgets"`
+	Ledger  []costguard.ReportRow `json:"ledger"`
+}
+
+func (p *searchParts) report(ctx context.Context, days int) (any, error) {
+	today, err := p.budget.Today(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := p.ledger.Report(ctx, days)
+	if err != nil {
+		return nil, err
+	}
+	if rows == nil {
+		rows = []costguard.ReportRow{}
+	}
+	return usageReport{Budgets: []costguard.Usage{today}, Ledger: rows}, nil
+}
+
+// configForTool loads the configuration for a command that does not serve: the admin
+// listener is not needed, so neither is its token.
+func configForTool() (server.Config, error) {
+	cfg, err := server.LoadConfig(func(k string) string {
+		if k == "ADMIN_LISTEN_ADDR" {
+			return "off"
+		}
+		return os.Getenv(k)
+	})
+	if err != nil {
+		return cfg, fmt.Errorf("configuration:\n  %s", strings.ReplaceAll(err.Error(), "\n", "\n  "))
+	}
+	return cfg, nil
+}
+
+func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", "", "ingest the HTML and Markdown files under this directory")
+	baseURL := fs.String("base-url", "", "with --dir: the site's URL that the directory's paths are under, e.g. https://example.com")
+	sitemap := fs.String("sitemap", "", "ingest the pages listed by this sitemap (index, urlset, .xml.gz)")
+	reindex := fs.Bool("reindex", false, "drop the index and embed everything again (needed to change the embedding model or dimension)")
+	concurrency := fs.Int("concurrency", 4, "with --sitemap: pages fetched at once")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 || (*dir == "") == (*sitemap == "") {
+		return usageError{"ingest needs exactly one of --dir PATH or --sitemap URL"}
+	}
+	if *dir != "" && *baseURL == "" {
+		return usageError{"ingest --dir needs --base-url, the site's URL, e.g. --base-url https://example.com"}
+	}
+	cfg, err := configForTool()
+	if err != nil {
+		return err
+	}
+	logger := newLogger(stderr, cfg.LogLevel)
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, 4)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.Ready(ctx); err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	embedder, err := newEmbedder(cfg.Embeddings, logger)
+	if err != nil {
+		return fmt.Errorf("embeddings: %w", err)
+	}
+
+	var source string
+	var walk func(func(*sitesearch.Document) error) error
+	var total int
+	if *dir != "" {
+		abs, err := filepath.Abs(*dir)
+		if err != nil {
+			return err
+		}
+		if _, err := url.Parse(*baseURL); err != nil {
+			return usageError{"--base-url is not a URL"}
+		}
+		source = "dir:" + abs
+		walk = func(fn func(*sitesearch.Document) error) error { return sitesearch.WalkDir(abs, *baseURL, fn) }
+		_ = sitesearch.WalkDir(abs, *baseURL, func(*sitesearch.Document) error { total++; return nil })
+	} else {
+		crawler := &sitesearch.Crawler{Concurrency: *concurrency}
+		urls, err := crawler.Sitemap(ctx, *sitemap)
+		if err != nil {
+			return err
+		}
+		source, total = "sitemap:"+*sitemap, len(urls)
+		walk = func(fn func(*sitesearch.Document) error) error {
+			stats, err := crawler.Fetch(ctx, urls, fn)
+			if stats.Failed > 0 {
+				logger.Warn("some pages could not be fetched", "failed", stats.Failed)
+			}
+			return err
+		}
+	}
+
+	in := &sitesearch.Ingester{
+		Store:    sitesearch.NewStore(db, embedder.Dimensions()),
+		Embedder: embedder,
+		Ledger:   costguard.NewLedger(db.Pool),
+		Reindex:  *reindex,
+	}
+	if f, ok := stdout.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		bar := progressbar.NewOptions(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription("ingesting"),
+			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
+		in.Progress = func(st sitesearch.IngestStats) { _ = bar.Set(st.Pages) }
+		defer bar.Finish()
+	}
+	st, err := in.Sync(ctx, source, walk)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "ingested %s (%s, %d dimensions): %s\n", source, embedder.Model(), embedder.Dimensions(), st)
+	return nil
+}
+
+func usageCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("usage", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	days := fs.Int("days", 7, "days to report")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || *days < 1 {
+		return usageError{"usage takes only --days N"}
+	}
+	cfg, err := configForTool()
+	if err != nil {
+		return err
+	}
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, 2)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	budget := costguard.NewBudget(db.Pool, "embedding", cfg.Embeddings.DailyTokenBudget, nil)
+	ledger := costguard.NewLedger(db.Pool)
+	today, err := budget.Today(ctx)
+	if err != nil {
+		return err
+	}
+	limit := "unlimited"
+	if today.Limit > 0 {
+		limit = fmt.Sprintf("%d", today.Limit)
+	}
+	fmt.Fprintf(stdout, "embedding budget %s: %d used, %d reserved, limit %s tokens\n", today.Day, today.Used, today.Reserved, limit)
+	rows, err := ledger.Report(ctx, *days)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%-10s  %-9s  %-8s  %-12s  %6s  %6s  %6s  %9s  %10s\n", "day", "kind", "channel", "tool", "calls", "cached", "errors", "tokens", "cost USD")
+	for _, r := range rows {
+		fmt.Fprintf(stdout, "%-10s  %-9s  %-8s  %-12s  %6d  %6d  %6d  %9d  %10.6f\n", r.Day, r.Kind, r.Channel, r.Tool, r.Calls, r.CacheHits, r.Errors, r.Tokens, r.CostUSD)
+	}
+	return nil
+}

@@ -1,0 +1,453 @@
+package sitesearch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultUserAgent identifies the crawler to the sites it fetches.
+const DefaultUserAgent = "sitetools-ingest/1.0 (+https://github.com/sitetools/sitetools)"
+
+// Crawler fetches a site's pages over HTTP. The zero value is ready to use.
+type Crawler struct {
+	Client      *http.Client  // nil: http.DefaultClient
+	UserAgent   string        // default DefaultUserAgent
+	Concurrency int           // requests in flight; default 4
+	Timeout     time.Duration // per request, including reading the body; default 15s
+	MaxPages    int           // more URLs than this is an error, not a truncation; default 5000
+	MaxBytes    int64         // a larger page is skipped; default 5 MB
+
+	// IgnoreRobots turns off the robots.txt check. By default Fetch skips the
+	// URLs that robots.txt disallows for the User-Agent's product token
+	// ("sitetools-ingest") or, when no group names it, for "*". The parser
+	// follows RFC 9309 in its essentials: groups, Allow and Disallow, "*" and
+	// "$", the longest match winning and Allow winning a tie. A robots.txt
+	// that answers 4xx allows everything; so does one that cannot be fetched
+	// (5xx, network), where RFC 9309 would disallow everything: an ingest
+	// would then remove every page from the index because of a passing outage.
+	IgnoreRobots bool
+
+	// Progress, if set, is called after each URL is done, from the same
+	// goroutine as Fetch's fn.
+	Progress func(done, total int)
+
+	Logger *slog.Logger // nil discards
+}
+
+// CrawlStats counts what Fetch did with its URLs. Each URL is counted once.
+type CrawlStats struct {
+	Pages   int // parsed and passed to fn
+	Skipped int // for good: 4xx other than 408 and 429, not HTML, over MaxBytes, disallowed by robots.txt, redirected to another host
+	Failed  int // possibly for now: network errors, timeouts, 408, 429, 5xx, unreadable bodies
+	// FailedURLs lists the failed URLs, sorted. An ingest should keep their
+	// pages in the index rather than treat them as gone.
+	FailedURLs []string
+}
+
+const (
+	crawlDefaultConcurrency = 4
+	crawlDefaultTimeout     = 15 * time.Second
+	crawlDefaultMaxPages    = 5000
+	crawlDefaultMaxBytes    = 5 << 20
+	crawlRobotsMaxBytes     = 512 << 10
+)
+
+func (c *Crawler) client() *http.Client {
+	if c.Client != nil {
+		return c.Client
+	}
+	return http.DefaultClient
+}
+
+func (c *Crawler) userAgent() string {
+	if c.UserAgent != "" {
+		return c.UserAgent
+	}
+	return DefaultUserAgent
+}
+
+func (c *Crawler) timeout() time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return crawlDefaultTimeout
+}
+
+func (c *Crawler) maxPages() int {
+	if c.MaxPages > 0 {
+		return c.MaxPages
+	}
+	return crawlDefaultMaxPages
+}
+
+func (c *Crawler) maxBytes() int64 {
+	if c.MaxBytes > 0 {
+		return c.MaxBytes
+	}
+	return crawlDefaultMaxBytes
+}
+
+func (c *Crawler) logger() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// crawlOutcome says what became of one URL.
+type crawlOutcome int
+
+const (
+	crawlPage crawlOutcome = iota
+	crawlSkip
+	crawlFail
+)
+
+type crawlResult struct {
+	url     string
+	doc     *Document
+	outcome crawlOutcome
+	reason  error
+}
+
+// Fetch fetches urls, at most Concurrency at a time, and calls fn with each
+// page it could parse, one call at a time, in the order the pages arrive.
+// A URL that cannot be fetched or parsed is counted and skipped; only an
+// error from fn, more than MaxPages URLs, or the end of ctx stops Fetch,
+// which then returns that error with the counts so far.
+func (c *Crawler) Fetch(ctx context.Context, urls []string, fn func(*Document) error) (CrawlStats, error) {
+	var stats CrawlStats
+	urls = crawlDedupe(urls)
+	if len(urls) > c.maxPages() {
+		return stats, fmt.Errorf("sitesearch.Fetch: %d URLs, more than the limit of %d", len(urls), c.maxPages())
+	}
+	if err := ctx.Err(); err != nil {
+		return stats, fmt.Errorf("sitesearch.Fetch: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	robots := map[string]*crawlRobots{}
+	if !c.IgnoreRobots {
+		for _, u := range urls {
+			if o := crawlOrigin(u); o != "" && robots[o] == nil {
+				robots[o] = c.robots(ctx, o)
+			}
+		}
+	}
+
+	jobs := make(chan string)
+	results := make(chan crawlResult)
+	go func() {
+		defer close(jobs)
+		for _, u := range urls {
+			select {
+			case jobs <- u:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	workers := c.Concurrency
+	if workers <= 0 {
+		workers = crawlDefaultConcurrency
+	}
+	var wg sync.WaitGroup
+	for range min(workers, max(len(urls), 1)) {
+		wg.Go(func() {
+			for u := range jobs {
+				r := c.fetchOne(ctx, u, robots[crawlOrigin(u)])
+				select {
+				case results <- r:
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(results)
+	}()
+
+	var fnErr error
+	done := 0
+	for r := range results {
+		if fnErr != nil || ctx.Err() != nil {
+			continue // draining after fn failed or ctx ended
+		}
+		done++
+		switch r.outcome {
+		case crawlPage:
+			if err := fn(r.doc); err != nil {
+				fnErr = err
+				cancel()
+				continue
+			}
+			stats.Pages++
+		case crawlSkip:
+			stats.Skipped++
+			c.logger().Info("ingest: page skipped", "url", r.url, "reason", r.reason)
+		case crawlFail:
+			stats.Failed++
+			stats.FailedURLs = append(stats.FailedURLs, r.url)
+			c.logger().Warn("ingest: page failed", "url", r.url, "err", r.reason)
+		}
+		if c.Progress != nil {
+			c.Progress(done, len(urls))
+		}
+	}
+	slices.Sort(stats.FailedURLs)
+	if fnErr != nil {
+		return stats, fnErr
+	}
+	if err := ctx.Err(); err != nil {
+		return stats, fmt.Errorf("sitesearch.Fetch: %w", err)
+	}
+	return stats, nil
+}
+
+func (c *Crawler) fetchOne(ctx context.Context, pageURL string, robots *crawlRobots) crawlResult {
+	res := crawlResult{url: pageURL, outcome: crawlSkip}
+	u, err := url.Parse(pageURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		res.reason = fmt.Errorf("not an absolute http(s) URL")
+		return res
+	}
+	if robots != nil && !robots.allowed(u.EscapedPath(), u.RawQuery) {
+		res.reason = errors.New("disallowed by robots.txt")
+		return res
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pageURL, nil)
+	if err != nil {
+		res.reason = err
+		return res
+	}
+	req.Header.Set("User-Agent", c.userAgent())
+	req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1")
+	resp, err := c.client().Do(req)
+	if err != nil {
+		res.outcome, res.reason = crawlFail, err
+		return res
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusOK:
+	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
+		res.outcome, res.reason = crawlFail, fmt.Errorf("status %d", resp.StatusCode)
+		return res
+	default:
+		res.reason = fmt.Errorf("status %d", resp.StatusCode)
+		return res
+	}
+	if crawlOrigin(resp.Request.URL.String()) != crawlOrigin(pageURL) {
+		res.reason = fmt.Errorf("redirected to another host: %s", resp.Request.URL.Host)
+		return res
+	}
+	ct := resp.Header.Get("Content-Type")
+	if mt, _, _ := mime.ParseMediaType(ct); mt != "text/html" && mt != "application/xhtml+xml" {
+		res.reason = fmt.Errorf("content type %q is not HTML", ct)
+		return res
+	}
+	limit := c.maxBytes()
+	if resp.ContentLength > limit {
+		res.reason = fmt.Errorf("%d bytes, over the limit of %d", resp.ContentLength, limit)
+		return res
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		res.outcome, res.reason = crawlFail, err
+		return res
+	}
+	if int64(len(body)) > limit {
+		res.reason = fmt.Errorf("over the limit of %d bytes", limit)
+		return res
+	}
+	doc, err := extractHTML(body, pageURL, ct)
+	if err != nil {
+		if errors.Is(err, ErrPageTooLarge) {
+			res.reason = err
+		} else {
+			res.outcome, res.reason = crawlFail, err
+		}
+		return res
+	}
+	res.outcome, res.doc = crawlPage, doc
+	return res
+}
+
+// crawlDedupe drops repeated URLs, keeping the first of each.
+func crawlDedupe(urls []string) []string {
+	seen := make(map[string]bool, len(urls))
+	out := make([]string, 0, len(urls))
+	for _, u := range urls {
+		if !seen[u] {
+			seen[u] = true
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// crawlOrigin returns "scheme://host[:port]" of an absolute http(s) URL,
+// lower-cased and without a default port; "" for anything else.
+func crawlOrigin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return ""
+	}
+	scheme := strings.ToLower(u.Scheme)
+	host := strings.ToLower(u.Hostname())
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if p := u.Port(); p != "" && !(scheme == "http" && p == "80") && !(scheme == "https" && p == "443") {
+		host += ":" + p
+	}
+	return scheme + "://" + host
+}
+
+// robots fetches and parses origin's robots.txt; nil allows everything.
+func (c *Crawler) robots(ctx context.Context, origin string) *crawlRobots {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, origin+"/robots.txt", nil)
+	if err != nil {
+		return nil
+	}
+	req.Header.Set("User-Agent", c.userAgent())
+	resp, err := c.client().Do(req)
+	if err != nil {
+		c.logger().Warn("ingest: robots.txt unavailable, allowing all", "origin", origin, "err", err)
+		return nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		if resp.StatusCode >= 500 {
+			c.logger().Warn("ingest: robots.txt unavailable, allowing all", "origin", origin, "status", resp.StatusCode)
+		}
+		return nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, crawlRobotsMaxBytes))
+	if err != nil {
+		c.logger().Warn("ingest: robots.txt unreadable, allowing all", "origin", origin, "err", err)
+		return nil
+	}
+	return crawlParseRobots(body, c.userAgent())
+}
+
+// crawlRobots holds the robots.txt rules that apply to one user agent.
+type crawlRobots struct {
+	rules []crawlRobotsRule
+}
+
+type crawlRobotsRule struct {
+	allow  bool
+	length int // of the pattern, for the longest-match rule
+	re     *regexp.Regexp
+}
+
+// crawlParseRobots returns the rules of the groups naming userAgent's
+// product token (the part before "/"), or else of the "*" groups.
+func crawlParseRobots(body []byte, userAgent string) *crawlRobots {
+	token, _, _ := strings.Cut(strings.ToLower(userAgent), "/")
+	token = strings.TrimSpace(token)
+	var (
+		mine, star           []crawlRobotsRule
+		agents               []string // of the group being read
+		inRules              bool     // the group's rules have begun
+		foundMine            bool
+		groupMine, groupStar bool
+	)
+	for _, line := range bytes.Split(body, []byte("\n")) {
+		s := string(line)
+		if i := strings.IndexByte(s, '#'); i >= 0 {
+			s = s[:i]
+		}
+		key, value, ok := strings.Cut(s, ":")
+		if !ok {
+			continue
+		}
+		key = strings.ToLower(strings.TrimSpace(key))
+		value = strings.TrimSpace(value)
+		switch key {
+		case "user-agent":
+			if inRules {
+				agents, inRules = nil, false
+			}
+			agents = append(agents, strings.ToLower(value))
+			groupMine = slices.Contains(agents, token)
+			groupStar = slices.Contains(agents, "*")
+			foundMine = foundMine || groupMine
+		case "allow", "disallow":
+			inRules = true
+			if value == "" {
+				continue // "Disallow:" with no path allows everything
+			}
+			r := crawlRobotsRule{allow: key == "allow", length: len(value), re: crawlRobotsPattern(value)}
+			if groupMine {
+				mine = append(mine, r)
+			}
+			if groupStar {
+				star = append(star, r)
+			}
+		}
+	}
+	if foundMine {
+		return &crawlRobots{rules: mine}
+	}
+	return &crawlRobots{rules: star}
+}
+
+// crawlRobotsPattern compiles a robots.txt path pattern: a prefix, with "*"
+// for any run of characters and a final "$" for the end of the path.
+func crawlRobotsPattern(p string) *regexp.Regexp {
+	anchored := strings.HasSuffix(p, "$")
+	p = strings.TrimSuffix(p, "$")
+	parts := strings.Split(p, "*")
+	for i, part := range parts {
+		parts[i] = regexp.QuoteMeta(part)
+	}
+	expr := "^" + strings.Join(parts, ".*")
+	if anchored {
+		expr += "$"
+	}
+	return regexp.MustCompile(expr)
+}
+
+// allowed reports whether the rules allow a path (escaped, as sent) and query.
+func (r *crawlRobots) allowed(path, query string) bool {
+	if path == "" {
+		path = "/"
+	}
+	if query != "" {
+		path += "?" + query
+	}
+	if path == "/robots.txt" {
+		return true
+	}
+	best, allow := -1, true
+	for _, rule := range r.rules {
+		if !rule.re.MatchString(path) {
+			continue
+		}
+		if rule.length > best || (rule.length == best && rule.allow) {
+			best, allow = rule.length, rule.allow
+		}
+	}
+	return allow
+}
