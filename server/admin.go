@@ -1,12 +1,16 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/sitetools/sitetools/tools"
+	"github.com/sitetools/sitetools/tools/appointments"
 )
 
 // usageReport handles GET /admin/usage?days=N: paid usage per day, channel and tool,
@@ -28,4 +32,72 @@ func (a *App) usageReport(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, report)
+}
+
+// listBookings handles GET /admin/bookings?from=&to=&cancelled=true: bookings that
+// overlap the range (default: from now, 31 days).
+func (a *App) listBookings(c echo.Context) error {
+	if a.bookings == nil {
+		return tools.Errorf(tools.CodeNotFound, "appointments are not configured (AVAILABILITY_CONFIG)")
+	}
+	from, to := time.Now(), time.Now().AddDate(0, 0, 31)
+	for _, p := range []struct {
+		name string
+		t    *time.Time
+	}{{"from", &from}, {"to", &to}} {
+		if v := c.QueryParam(p.name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return tools.Errorf(tools.CodeMalformedRequest, "%s must be an RFC 3339 date-time", p.name)
+			}
+			*p.t = t
+		}
+	}
+	list, err := a.bookings.List(c.Request().Context(), from, to, c.QueryParam("cancelled") == "true")
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"bookings": list})
+}
+
+// createBooking handles POST /admin/bookings. With an Idempotency-Key a retry returns
+// the booking stored the first time (200) instead of storing it twice.
+func (a *App) createBooking(c echo.Context) error {
+	if a.bookings == nil {
+		return tools.Errorf(tools.CodeNotFound, "appointments are not configured (AVAILABILITY_CONFIG)")
+	}
+	if !isJSON(c.Request().Header.Get("Content-Type")) {
+		return tools.Errorf(tools.CodeUnsupportedMediaType, "send the booking as application/json")
+	}
+	body, err := readBody(c.Request(), a.cfg.BodyLimitBytes)
+	if err != nil {
+		return err
+	}
+	var nb appointments.NewBooking
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&nb); err != nil {
+		return tools.Errorf(tools.CodeMalformedRequest, `send {"start": RFC 3339, "end": RFC 3339, "title", "attendee", "notes"} with no other fields`)
+	}
+	created, err := a.bookings.Add(c.Request().Context(), nb, c.Request().Header.Get("Idempotency-Key"))
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if created.Replayed {
+		status = http.StatusOK
+	}
+	return c.JSON(status, created)
+}
+
+// cancelBooking handles DELETE /admin/bookings/:id.
+func (a *App) cancelBooking(c echo.Context) error {
+	if a.bookings == nil {
+		return tools.Errorf(tools.CodeNotFound, "appointments are not configured (AVAILABILITY_CONFIG)")
+	}
+	b, err := a.bookings.Cancel(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, b)
 }

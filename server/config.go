@@ -27,6 +27,9 @@ type Config struct {
 	Embeddings Embeddings
 	Search     Search
 
+	AvailabilityConfig  string   // path of the schedule YAML; empty: no get_free_slots
+	AvailabilityICSURLs []string // busy-time calendar feeds
+
 	RateLimitPerMinute int   // tool calls per client per minute; 0 disables
 	BodyLimitBytes     int64 // request body limit of the public API
 	ToolTimeout        time.Duration
@@ -79,11 +82,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			MaxQueryChars:  l.integer("SEARCH_MAX_QUERY_CHARS", 300, 10, 10000),
 			MaxQueryTokens: l.integer("SEARCH_MAX_QUERY_TOKENS", 96, 4, 8192),
 		},
-		RateLimitPerMinute: l.integer("RATE_LIMIT_PER_MINUTE", 60, 0, 1_000_000),
-		BodyLimitBytes:     int64(l.integer("BODY_LIMIT_BYTES", 64<<10, 1024, 16<<20)),
-		ToolTimeout:        l.duration("TOOL_TIMEOUT", 10*time.Second),
-		ShutdownTimeout:    l.duration("SHUTDOWN_TIMEOUT", 20*time.Second),
-		LogLevel:           l.str("LOG_LEVEL", "info"),
+		AvailabilityConfig:  l.str("AVAILABILITY_CONFIG", ""),
+		AvailabilityICSURLs: l.urls("AVAILABILITY_ICS_URLS"),
+		RateLimitPerMinute:  l.integer("RATE_LIMIT_PER_MINUTE", 60, 0, 1_000_000),
+		BodyLimitBytes:      int64(l.integer("BODY_LIMIT_BYTES", 64<<10, 1024, 16<<20)),
+		ToolTimeout:         l.duration("TOOL_TIMEOUT", 10*time.Second),
+		ShutdownTimeout:     l.duration("SHUTDOWN_TIMEOUT", 20*time.Second),
+		LogLevel:            l.str("LOG_LEVEL", "info"),
 	}
 	if c.DatabaseURL == "" {
 		l.fail("DATABASE_URL", "is required (e.g. postgres://user:pass@host:5432/sitetools)")
@@ -221,6 +226,21 @@ func (l *loader) origins(name string) []string {
 			continue
 		}
 		out = append(out, o)
+	}
+	return out
+}
+
+func (l *loader) urls(name string) []string {
+	v, _ := l.lookup(name)
+	var out []string
+	for _, s := range splitList(v) {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			// The URL may hold a secret token: name only its position.
+			l.fail(name, fmt.Sprintf("entry %d is not an http(s) URL", len(out)+1))
+			continue
+		}
+		out = append(out, s)
 	}
 	return out
 }

@@ -30,6 +30,9 @@ func (a *App) adminRoutes() *echo.Echo {
 	e.Use(a.recoverer, a.observe, a.requireToken)
 	e.GET("/metrics", a.metricsHandler())
 	e.GET("/admin/usage", a.usageReport)
+	e.GET("/admin/bookings", a.listBookings)
+	e.POST("/admin/bookings", a.createBooking)
+	e.DELETE("/admin/bookings/:id", a.cancelBooking)
 	return e
 }
 

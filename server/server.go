@@ -18,6 +18,7 @@ import (
 
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/tools"
+	"github.com/sitetools/sitetools/tools/appointments"
 )
 
 // App is the service: the public API, the admin API, and what they share.
@@ -29,6 +30,7 @@ type App struct {
 	metrics  *metrics
 	limiter  *RateLimiter
 	usage    func(ctx context.Context, days int) (any, error)
+	bookings *appointments.Bookings
 
 	public *echo.Echo
 	admin  *echo.Echo
@@ -45,6 +47,8 @@ type Options struct {
 	Metrics *prometheus.Registry
 	// Usage reports paid usage on the admin API (nil: no report).
 	Usage func(ctx context.Context, days int) (any, error)
+	// Bookings are managed on the admin API (nil: no appointments).
+	Bookings *appointments.Bookings
 }
 
 // New builds the service. It does not listen; see Run, or Handler for tests.
@@ -57,12 +61,13 @@ func New(cfg Config, opts Options) (*App, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	a := &App{
-		cfg:     cfg,
-		db:      opts.DB,
-		logger:  logger,
-		metrics: newMetrics(opts.Metrics),
-		usage:   opts.Usage,
-		limiter: NewRateLimiter(cfg.RateLimitPerMinute, nil),
+		cfg:      cfg,
+		db:       opts.DB,
+		logger:   logger,
+		metrics:  newMetrics(opts.Metrics),
+		usage:    opts.Usage,
+		bookings: opts.Bookings,
+		limiter:  NewRateLimiter(cfg.RateLimitPerMinute, nil),
 	}
 	idem := postgres.NewIdempotencyStore(opts.DB)
 	a.registry = tools.NewRegistry(&tools.Options{

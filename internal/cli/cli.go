@@ -19,6 +19,7 @@ import (
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools"
+	"github.com/sitetools/sitetools/tools/appointments"
 )
 
 // version is set at build time with -ldflags "-X github.com/sitetools/sitetools/internal/cli.version=v1.2.3".
@@ -31,6 +32,7 @@ commands:
   migrate    apply pending database migrations (DATABASE_URL)
   ingest     index the site's pages: --dir PATH --base-url URL, or --sitemap URL [--reindex]
   usage      paid usage and budgets of the last days [--days N]
+  appointments add|list|cancel   manage bookings (busy time for get_free_slots)
   version    print the version
 `
 
@@ -62,6 +64,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return migrate(ctx, rest, stdout)
 	case "ingest":
 		return ingest(ctx, rest, stdout, stderr)
+	case "appointments":
+		return appointmentsCmd(ctx, rest, stdout, stderr)
 	case "usage":
 		return usageCmd(ctx, rest, stdout)
 	case "version", "--version", "-v":
@@ -122,10 +126,24 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	avail, err := newAvailability(cfg, db)
+	if err != nil {
+		return err
+	}
+	siteTools := search.tools
+	var bookings *appointments.Bookings
+	if avail != nil {
+		t, err := avail.Tool()
+		if err != nil {
+			return err
+		}
+		siteTools = append(siteTools, t)
+		bookings = appointments.NewBookings(db)
+	}
 	app, err := server.New(cfg, server.Options{
-		DB: db, Logger: logger, Metrics: reg, Usage: search.report,
+		DB: db, Logger: logger, Metrics: reg, Usage: search.report, Bookings: bookings,
 		Register: func(r *tools.Registry) error {
-			for _, t := range search.tools {
+			for _, t := range siteTools {
 				if err := r.Add(t); err != nil {
 					return err
 				}
