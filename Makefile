@@ -22,7 +22,8 @@ demo: build
 	  DATABASE_URL=$$url bin/sitetools ingest --dir deploy/demo/site --base-url http://$(DEMO_LISTEN) && \
 	  echo "sitetools demo on http://$(DEMO_LISTEN) (admin http://$(DEMO_ADMIN_LISTEN), token $(DEMO_ADMIN_TOKEN)); Ctrl-C stops" && \
 	  DATABASE_URL=$$url LISTEN_ADDR=$(DEMO_LISTEN) ADMIN_LISTEN_ADDR=$(DEMO_ADMIN_LISTEN) \
-	  ADMIN_TOKEN=$(DEMO_ADMIN_TOKEN) SITE_URL=http://$(DEMO_LISTEN) exec bin/sitetools serve
+	  ADMIN_TOKEN=$(DEMO_ADMIN_TOKEN) SITE_URL=http://$(DEMO_LISTEN) AVAILABILITY_CONFIG=deploy/availability.example.yaml \
+	  exec bin/sitetools serve
 
 ## test: provision PostgreSQL with pgvector (or use TEST_DATABASE_URL) and run every test
 test:

@@ -30,6 +30,11 @@ type Config struct {
 	AvailabilityConfig  string   // path of the schedule YAML; empty: no get_free_slots
 	AvailabilityICSURLs []string // busy-time calendar feeds
 
+	MCPAllowedHosts []string // Host headers /mcp accepts on a loopback address beside localhost and SITE_URL's host
+
+	// Version is the build's version, set by the command, not the environment.
+	Version string
+
 	RateLimitPerMinute int   // tool calls per client per minute; 0 disables
 	BodyLimitBytes     int64 // request body limit of the public API
 	ToolTimeout        time.Duration
@@ -84,6 +89,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		},
 		AvailabilityConfig:  l.str("AVAILABILITY_CONFIG", ""),
 		AvailabilityICSURLs: l.urls("AVAILABILITY_ICS_URLS"),
+		MCPAllowedHosts:     l.hosts("MCP_ALLOWED_HOSTS"),
 		RateLimitPerMinute:  l.integer("RATE_LIMIT_PER_MINUTE", 60, 0, 1_000_000),
 		BodyLimitBytes:      int64(l.integer("BODY_LIMIT_BYTES", 64<<10, 1024, 16<<20)),
 		ToolTimeout:         l.duration("TOOL_TIMEOUT", 10*time.Second),
@@ -226,6 +232,19 @@ func (l *loader) origins(name string) []string {
 			continue
 		}
 		out = append(out, o)
+	}
+	return out
+}
+
+func (l *loader) hosts(name string) []string {
+	v, _ := l.lookup(name)
+	var out []string
+	for _, s := range splitList(v) {
+		if strings.ContainsAny(s, "/:@") {
+			l.fail(name, fmt.Sprintf("%q must be a host name without scheme or port, e.g. example.com", s))
+			continue
+		}
+		out = append(out, strings.ToLower(s))
 	}
 	return out
 }

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"net/http"
+
 	"github.com/labstack/echo/v4"
 )
 
@@ -20,6 +22,10 @@ func (a *App) publicRoutes() *echo.Echo {
 	api.GET("/chat/tools", a.listTools)
 	api.HEAD("/chat/tools", a.listTools)
 	api.POST("/chat/tools", a.callTool)
+
+	// Remote MCP (Streamable HTTP, stateless). The SDK answers GET and DELETE with 405.
+	e.Any("/mcp", methodNotAllowed("POST"), a.cors())
+	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp", a.serveMCP, a.cors(), a.checkOrigin, a.checkMCPHost)
 	return e
 }
 

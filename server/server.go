@@ -32,6 +32,7 @@ type App struct {
 	usage    func(ctx context.Context, days int) (any, error)
 	bookings *appointments.Bookings
 
+	mcp    *mcpChannel
 	public *echo.Echo
 	admin  *echo.Echo
 }
@@ -81,6 +82,7 @@ func New(cfg Config, opts Options) (*App, error) {
 			return nil, fmt.Errorf("server.New: %w", err)
 		}
 	}
+	a.mcp = &mcpChannel{a: a}
 	a.public = a.publicRoutes()
 	a.admin = a.adminRoutes()
 	return a, nil

@@ -107,6 +107,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("configuration:\n  %s", strings.ReplaceAll(err.Error(), "\n", "\n  "))
 	}
+	cfg.Version = Version()
 	logger := newLogger(stderr, cfg.LogLevel)
 	// Load the tokenizer now rather than on the first query.
 	if err := llm.LoadTokenizer(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -157,7 +158,7 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 
 	var source string
-	var walk func(func(*sitesearch.Document) error) error
+	var walk sitesearch.Walk
 	var total int
 	if *dir != "" {
 		abs, err := filepath.Abs(*dir)
@@ -168,8 +169,10 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return usageError{"--base-url is not a URL"}
 		}
 		source = "dir:" + abs
-		walk = func(fn func(*sitesearch.Document) error) error { return sitesearch.WalkDir(abs, *baseURL, fn) }
-		_ = sitesearch.WalkDir(abs, *baseURL, func(*sitesearch.Document) error { total++; return nil })
+		walk = func(fn func(*sitesearch.Document) error) ([]string, error) {
+			return nil, sitesearch.WalkDir(abs, *baseURL, fn)
+		}
+		total = countPages(abs)
 	} else {
 		crawler := &sitesearch.Crawler{Concurrency: *concurrency}
 		urls, err := crawler.Sitemap(ctx, *sitemap)
@@ -177,12 +180,12 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		source, total = "sitemap:"+*sitemap, len(urls)
-		walk = func(fn func(*sitesearch.Document) error) error {
+		walk = func(fn func(*sitesearch.Document) error) ([]string, error) {
 			stats, err := crawler.Fetch(ctx, urls, fn)
 			if stats.Failed > 0 {
-				logger.Warn("some pages could not be fetched", "failed", stats.Failed)
+				logger.Warn("some pages could not be fetched this time; their indexed copies are kept", "failed", stats.Failed)
 			}
-			return err
+			return stats.FailedURLs, err
 		}
 	}
 
@@ -204,6 +207,21 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	fmt.Fprintf(stdout, "ingested %s (%s, %d dimensions): %s\n", source, embedder.Model(), embedder.Dimensions(), st)
 	return nil
+}
+
+// countPages counts the files ingest --dir will read, for the progress bar.
+func countPages(root string) int {
+	n := 0
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			switch strings.ToLower(filepath.Ext(p)) {
+			case ".md", ".markdown", ".html", ".htm":
+				n++
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 func usageCmd(ctx context.Context, args []string, stdout io.Writer) error {

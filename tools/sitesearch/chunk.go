@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -139,12 +140,10 @@ func (c *chunker) section(text string) []string {
 	var (
 		out    []string
 		cur    []chunkAtom // overlap prefix + new atoms
+		curEst int         // estimated tokens of cur
 		fresh  int         // index in cur where the new atoms start
 		newTok int         // tokens of the new units in cur
 	)
-	emit := func() {
-		out = append(out, strings.TrimSpace(chunkJoin(cur)))
-	}
 	// rest[i] is the token count of units[i:].
 	rest := make([]int, len(units)+1)
 	for i := len(units) - 1; i >= 0; i-- {
@@ -152,22 +151,39 @@ func (c *chunker) section(text string) []string {
 	}
 	for i, u := range units {
 		if len(cur) > fresh {
-			next := append(cur[:len(cur):len(cur)], u.atoms...)
-			cut := c.count(chunkJoin(next)) > c.max ||
-				(u.startPara && newTok >= c.max/2 && c.count(chunkJoin(cur))+rest[i] > c.max && chunkCutPoint(u))
+			joined := func() string { return chunkJoin(append(cur[:len(cur):len(cur)], u.atoms...)) }
+			cut := !c.fits(curEst+1+u.tokens, joined) ||
+				(u.startPara && newTok >= c.max/2 && curEst+rest[i] > c.max && chunkCutPoint(u))
 			if cut {
-				emit()
-				cur = c.overlapOf(cur[fresh:], u)
+				out = append(out, strings.TrimSpace(chunkJoin(cur)))
+				cur, curEst = c.overlapOf(cur[fresh:], u)
 				fresh, newTok = len(cur), 0
 			}
 		}
+		if len(cur) > 0 {
+			curEst++ // the separator
+		}
 		cur = append(cur, u.atoms...)
+		curEst += u.tokens
 		newTok += u.tokens
 	}
 	if len(cur) > fresh {
-		emit()
+		out = append(out, strings.TrimSpace(chunkJoin(cur)))
 	}
 	return out
+}
+
+// fits reports whether a text is within the limit, given an estimate of its
+// tokens: the sum of its parts' counts plus one per separator. Only an
+// estimate near or over the limit is checked by counting the whole text, so
+// that a long section is not counted again for every paragraph added. This
+// assumes that joining texts adds at most a few tokens to the sum of their
+// counts, as with word estimates and BPE tokenisers.
+func (c *chunker) fits(est int, text func() string) bool {
+	if est <= c.max-max(2, c.max/16) {
+		return true
+	}
+	return c.count(text()) <= c.max
 }
 
 // chunkCutPoint marks about half of all paragraphs as places where a chunk
@@ -180,37 +196,44 @@ func chunkCutPoint(u chunkUnit) bool {
 	return sum[0]&1 == 0
 }
 
-// overlapOf returns the atoms that begin the chunk after prev: its last
-// sentences up to the overlap budget, leaving room for next; or, when even
-// the last sentence is too long, its last words. Where next leaves room for
-// less than half the overlap, there is none: a word or two of context would
-// only make the chunk start oddly.
-func (c *chunker) overlapOf(prev []chunkAtom, next chunkUnit) []chunkAtom {
+// overlapOf returns the atoms that begin the chunk after prev, and their
+// tokens: prev's last sentences up to the overlap budget, leaving room for
+// next; or, when even the last sentence is too long, its last words. Where
+// next leaves room for less than half the overlap, there is none: a word or
+// two of context would only make the chunk start oddly.
+func (c *chunker) overlapOf(prev []chunkAtom, next chunkUnit) ([]chunkAtom, int) {
 	budget := min(c.overlap, c.max-next.tokens)
 	if budget <= 0 || budget*2 < c.overlap || len(prev) == 0 {
-		return nil
+		return nil, 0
 	}
-	fits := func(ov []chunkAtom) bool {
-		return c.count(chunkJoin(ov)) <= budget &&
-			c.count(chunkJoin(append(ov[:len(ov):len(ov)], next.atoms...))) <= c.max
+	try := func(ov []chunkAtom) (int, bool) {
+		n := c.count(chunkJoin(ov))
+		return n, n <= budget && c.fits(n+1+next.tokens, func() string {
+			return chunkJoin(append(ov[:len(ov):len(ov)], next.atoms...))
+		})
 	}
-	start := len(prev)
-	for start > 0 && fits(prev[start-1:]) {
-		start--
+	start, tokens := len(prev), 0
+	for start > 0 {
+		n, ok := try(prev[start-1:])
+		if !ok {
+			break
+		}
+		start, tokens = start-1, n
 	}
 	if start < len(prev) {
-		return append([]chunkAtom(nil), prev[start:]...)
+		return slices.Clone(prev[start:]), tokens
 	}
 	last := prev[len(prev)-1]
 	words := strings.Fields(last.text)
-	k := chunkLargest(len(words), func(k int) bool {
-		ov := []chunkAtom{{text: strings.Join(words[len(words)-k:], " "), para: last.para}}
-		return fits(ov)
-	})
-	if k == 0 {
-		return nil
+	tail := func(k int) []chunkAtom {
+		return []chunkAtom{{text: strings.Join(words[len(words)-k:], " "), para: last.para, sep: " "}}
 	}
-	return []chunkAtom{{text: strings.Join(words[len(words)-k:], " "), para: last.para, sep: " "}}
+	k := chunkLargest(len(words), func(k int) bool { _, ok := try(tail(k)); return ok })
+	if k == 0 {
+		return nil, 0
+	}
+	ov := tail(k)
+	return ov, c.count(ov[0].text)
 }
 
 // units splits a section's text into paragraphs, and paragraphs over the
@@ -258,7 +281,7 @@ func (c *chunker) splitAtom(a chunkAtom) []chunkAtom {
 		})
 		if k == 0 {
 			// One word longer than the limit: cut it by characters.
-			for _, piece := range c.splitWord(words[0]) {
+			for _, piece := range c.splitWord(words[0], limit) {
 				out = append(out, chunkAtom{text: piece, para: a.para, sep: sep})
 				sep = " "
 			}
@@ -272,28 +295,33 @@ func (c *chunker) splitAtom(a chunkAtom) []chunkAtom {
 	return out
 }
 
-func (c *chunker) splitWord(w string) []string {
+func (c *chunker) splitWord(w string, limit int) []string {
 	var out []string
-	for w != "" {
-		runes := []rune(w)
-		k := chunkLargest(len(runes), func(k int) bool { return c.count(string(runes[:k])) <= c.max })
+	runes := []rune(w)
+	for len(runes) > 0 {
+		k := chunkLargest(len(runes), func(k int) bool { return c.count(string(runes[:k])) <= limit })
 		k = max(k, 1) // a counter that rates one character over the limit cannot be satisfied
 		out = append(out, string(runes[:k]))
-		w = string(runes[k:])
+		runes = runes[k:]
 	}
 	return out
 }
 
-// chunkLargest returns the largest k in [0, n] with ok(k), assuming ok is
-// true up to some k and false after it (ok(0) is taken as true).
+// chunkLargest returns the largest k in [0, n] with ok(k), assuming ok holds
+// up to some k and not after it. It probes 1, 2, 4… before bisecting, so the
+// cost depends on the answer, not on n.
 func chunkLargest(n int, ok func(int) bool) int {
-	lo, hi := 0, n
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
+	lo, hi := 0, 1
+	for hi <= n && ok(hi) {
+		lo, hi = hi, hi*2
+	}
+	hi = min(hi, n+1) // ok(lo), and hi is past the end or not ok
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
 		if ok(mid) {
 			lo = mid
 		} else {
-			hi = mid - 1
+			hi = mid
 		}
 	}
 	return lo

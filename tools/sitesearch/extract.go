@@ -450,12 +450,8 @@ func extractSections(n *html.Node, inContent bool) []Section {
 func (w *extractWalker) walk(n *html.Node, inContent bool) {
 	switch n.Type {
 	case html.TextNode:
-		if w.pre {
-			w.buf.WriteString(n.Data)
-		} else {
-			// Only <br> breaks a line outside <pre>.
-			w.buf.WriteString(strings.Map(extractNoNewline, n.Data))
-		}
+		// Only <br> breaks a line outside <pre>, which is read below.
+		w.buf.WriteString(strings.Map(extractNoNewline, n.Data))
 		if strings.TrimSpace(n.Data) != "" {
 			w.pending = ""
 		}

@@ -178,7 +178,7 @@ func TestDocumentFromFile(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		name, file, base string
+		name, file, base  string
 		wantURL, wantPath string
 		wantErr           bool
 	}{

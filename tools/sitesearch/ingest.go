@@ -49,9 +49,13 @@ func (s IngestStats) String() string {
 		s.Pages, s.Added, s.Updated, s.Unchanged, s.Removed, s.ChunksEmbedded, s.EmbedCalls, s.Tokens, s.ChunksReused)
 }
 
+// Walk yields the documents of a source, one call of fn each. It returns the URLs it
+// could not fetch this time (a timeout, a 5xx): their pages are kept as they are.
+type Walk func(fn func(*Document) error) (failed []string, err error)
+
 // Sync ingests every document that walk yields under the name source, then removes the
-// pages of source that walk did not yield.
-func (in *Ingester) Sync(ctx context.Context, source string, walk func(func(*Document) error) error) (IngestStats, error) {
+// pages of source that walk neither yielded nor failed to fetch.
+func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestStats, error) {
 	var st IngestStats
 	model, dims := in.Embedder.Model(), in.Embedder.Dimensions()
 	if !in.Reindex {
@@ -63,7 +67,7 @@ func (in *Ingester) Sync(ctx context.Context, source string, walk func(func(*Doc
 		return st, err
 	}
 	seen := map[string]bool{}
-	err := walk(func(doc *Document) error {
+	failed, err := walk(func(doc *Document) error {
 		if seen[doc.URL] {
 			return nil
 		}
@@ -80,10 +84,12 @@ func (in *Ingester) Sync(ctx context.Context, source string, walk func(func(*Doc
 	if err != nil {
 		return st, fmt.Errorf("sitesearch.Sync: %w", err)
 	}
-	urls := make([]string, 0, len(seen))
+	st.Failed = len(failed)
+	urls := make([]string, 0, len(seen)+len(failed))
 	for u := range seen {
 		urls = append(urls, u)
 	}
+	urls = append(urls, failed...)
 	tag, err := in.Store.db.Pool.Exec(ctx, `DELETE FROM pages WHERE source = $1 AND NOT (url = ANY($2))`, source, urls)
 	if err != nil {
 		return st, postgres.Wrap("sitesearch.Sync", err)

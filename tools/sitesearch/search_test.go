@@ -124,8 +124,8 @@ func newSearchEnv(t *testing.T, o envOptions) *searchEnv {
 	return e
 }
 
-func walkDemo(fn func(*sitesearch.Document) error) error {
-	return sitesearch.WalkDir(demoSite, baseURL, fn)
+func walkDemo(fn func(*sitesearch.Document) error) ([]string, error) {
+	return nil, sitesearch.WalkDir(demoSite, baseURL, fn)
 }
 
 type searchResult struct {
@@ -373,7 +373,9 @@ func TestReingest(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, inputsBefore := e.fake.Calls(), e.fake.Inputs()
-	st, err = in.Sync(ctx, "dir:demo", func(fn func(*sitesearch.Document) error) error { return sitesearch.WalkDir(dir, baseURL, fn) })
+	st, err = in.Sync(ctx, "dir:demo", func(fn func(*sitesearch.Document) error) ([]string, error) {
+		return nil, sitesearch.WalkDir(dir, baseURL, fn)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,6 +389,22 @@ func TestReingest(t *testing.T) {
 	}
 	if r := e.call(t, "get_page", map[string]any{"url": "/faq"}); !strings.Contains(string(r.body), `"isError":true`) {
 		t.Fatalf("removed page still served: %s", r.body)
+	}
+	// A page the source failed to deliver this time (a timeout, a 5xx) is kept.
+	st, err = in.Sync(ctx, "dir:demo", func(fn func(*sitesearch.Document) error) ([]string, error) {
+		err := sitesearch.WalkDir(dir, baseURL, func(d *sitesearch.Document) error {
+			if strings.HasSuffix(d.URL, "/pricing") {
+				return nil
+			}
+			return fn(d)
+		})
+		return []string{baseURL + "/pricing"}, err
+	})
+	if err != nil || st.Removed != 0 || st.Failed != 1 {
+		t.Fatalf("failed fetch: %v %+v", err, st)
+	}
+	if r := e.call(t, "get_page", map[string]any{"url": "/pricing"}); strings.Contains(string(r.body), `"isError":true`) {
+		t.Fatalf("a page whose fetch failed was removed: %s", r.body)
 	}
 }
 
