@@ -222,6 +222,10 @@ func TestContract(t *testing.T) {
 	var etag string
 	var firstSave []byte
 	longKey := strings.Repeat("k", 256)
+	var firstMCPSave int64
+	mcpHeader := with(jsonCT, "Accept", "application/json, text/event-stream")
+	mcpV := func(version string) http.Header { return with(mcpHeader, "Mcp-Protocol-Version", version) }
+	const meta2026 = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"contract","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
 	bigBody := `{"name":"test_search","arguments":{"query":"` + strings.Repeat("x", 4096) + `"}}`
 
 	cases := []contractCase{
@@ -379,6 +383,168 @@ func TestContract(t *testing.T) {
 		{name: "preflight from a disallowed origin", method: "OPTIONS", path: "/api/chat/tools",
 			header: with(nil, "Origin", evilOrigin, "Access-Control-Request-Method", "POST"),
 			status: 204, check: hasHeader("Access-Control-Allow-Origin", "")},
+
+		// Remote MCP: the SDK's answers are checked as they are, plain text included.
+		{name: "mcp initialize", method: "POST", path: "/mcp", header: mcpHeader,
+			body:   `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"contract","version":"1"}}}`,
+			status: 200,
+			check: func(t *testing.T, res *http.Response, body []byte) {
+				var r struct {
+					ID     int `json:"id"`
+					Result struct {
+						ProtocolVersion string `json:"protocolVersion"`
+						ServerInfo      struct {
+							Name string `json:"name"`
+						} `json:"serverInfo"`
+					} `json:"result"`
+				}
+				mustUnmarshal(t, body, &r)
+				if r.ID != 1 || r.Result.ProtocolVersion != "2025-06-18" || r.Result.ServerInfo.Name != "sitetools" {
+					t.Errorf("initialize: %s", body)
+				}
+			}},
+		{name: "mcp notification", method: "POST", path: "/mcp", header: mcpHeader,
+			body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, status: 202,
+			check: func(t *testing.T, res *http.Response, body []byte) {
+				if len(body) != 0 || res.Header.Get("Content-Type") != "" {
+					t.Errorf("202: Content-Type %q, body %q", res.Header.Get("Content-Type"), body)
+				}
+			}},
+		{name: "mcp tools/list", method: "POST", path: "/mcp", header: mcpV("2025-06-18"),
+			body: `{"jsonrpc":"2.0","id":"list","method":"tools/list"}`, status: 200,
+			check: func(t *testing.T, res *http.Response, body []byte) {
+				var r struct {
+					ID     string `json:"id"`
+					Result struct {
+						Tools []struct {
+							Name string `json:"name"`
+						} `json:"tools"`
+					} `json:"result"`
+				}
+				mustUnmarshal(t, body, &r)
+				var names []string
+				for _, tl := range r.Result.Tools {
+					names = append(names, tl.Name)
+				}
+				if want := []string{"test_save", "test_search"}; r.ID != "list" || !slices.Equal(names, want) {
+					t.Errorf("tools/list: id %q, tools %q, want %q", r.ID, names, want)
+				}
+			}},
+		{name: "mcp tools/call", method: "POST", path: "/mcp", header: mcpV("2025-11-25"),
+			body: `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test_search","arguments":{"query":"hours","limit":2}}}`, status: 200,
+			check: func(t *testing.T, res *http.Response, body []byte) {
+				want := `{"hits":["hours 1","hours 2"],"query":"hours"}`
+				jsonEquals(`{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":`+strconvQuote(want)+`}],"structuredContent":`+want+`}}`)(t, res, body)
+			}},
+		{name: "mcp tools/call from an allowed origin", method: "POST", path: "/mcp", header: with(mcpV("2025-06-18"), "Origin", partnerOrigin),
+			body: `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test_search","arguments":{"query":"hours"}}}`, status: 200,
+			check: hasHeader("Access-Control-Allow-Origin", partnerOrigin)},
+		{name: "mcp unknown tool", method: "POST", path: "/mcp", header: mcpV("2025-06-18"),
+			body: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}`, status: 200,
+			check: rpcError(-32602)},
+		{name: "mcp tool error result", method: "POST", path: "/mcp", header: mcpV("2025-06-18"),
+			body: `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"test_search","arguments":{"query":"nothing"}}}`, status: 200,
+			check: jsonEquals(`{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"nothing matches \"nothing\"; try a broader query"}],"isError":true}}`)},
+		{name: "mcp invalid arguments", method: "POST", path: "/mcp", header: mcpV("2025-06-18"),
+			body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"test_search","arguments":{"query":5,"limit":99}}}`, status: 200,
+			check: isErrorResult("invalid_arguments: ")},
+		{name: "mcp internal error", method: "POST", path: "/mcp", header: mcpV("2025-06-18"),
+			body: `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"test_search","arguments":{"query":"boom"}}}`, status: 200,
+			check: isErrorResult("internal: internal error")},
+		{name: "mcp idempotency key required", method: "POST", path: "/mcp", header: mcpV("2025-06-18"),
+			body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"test_save","arguments":{"note":"m"}}}`, status: 200,
+			check: isErrorResult("idempotency_key_required: ")},
+		{name: "mcp idempotency key too long", method: "POST", path: "/mcp", header: with(mcpV("2025-06-18"), "Idempotency-Key", longKey),
+			body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"test_save","arguments":{"note":"m"}}}`, badRequest: true, status: 200,
+			check: isErrorResult("malformed_request: ")},
+		{name: "mcp save", method: "POST", path: "/mcp", header: with(mcpV("2025-06-18"), "Idempotency-Key", "contract-mcp-key-1"),
+			body: `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"test_save","arguments":{"note":"m"}}}`, status: 200,
+			check: func(t *testing.T, res *http.Response, body []byte) {
+				firstMCPSave = saves.Load()
+				jsonEquals(fmt.Sprintf(`{"jsonrpc":"2.0","id":8,"result":{"content":[{"type":"text","text":"saved note #%d"}]}}`, firstMCPSave))(t, res, body)
+			}},
+		{name: "mcp save replayed", method: "POST", path: "/mcp", header: with(mcpV("2025-06-18"), "Idempotency-Key", "contract-mcp-key-1"),
+			body: `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"test_save","arguments":{"note":"m"}}}`, status: 200,
+			check: func(t *testing.T, res *http.Response, body []byte) {
+				jsonEquals(fmt.Sprintf(`{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":"saved note #%d"}]}}`, firstMCPSave))(t, res, body)
+				if n := saves.Load(); n != firstMCPSave {
+					t.Errorf("the tool ran again: %d saves, want %d", n, firstMCPSave)
+				}
+			}},
+		{name: "mcp 2026-07-28 tools/call", method: "POST", path: "/mcp", header: with(mcpV("2026-07-28"), "Mcp-Method", "tools/call", "Mcp-Name", "test_search"),
+			body: `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"test_search","arguments":{"query":"hours"},` + meta2026 + `}}`, status: 200,
+			check: func(t *testing.T, res *http.Response, body []byte) {
+				var r struct {
+					Result struct {
+						StructuredContent map[string]any `json:"structuredContent"`
+						IsError           bool           `json:"isError"`
+					} `json:"result"`
+				}
+				mustUnmarshal(t, body, &r)
+				if r.Result.IsError || r.Result.StructuredContent["query"] != "hours" {
+					t.Errorf("2026-07-28 call: %s", body)
+				}
+			}},
+		{name: "mcp 2026-07-28 notification", method: "POST", path: "/mcp", header: with(mcpV("2026-07-28"), "Mcp-Method", "notifications/initialized"),
+			body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, status: 202},
+		{name: "mcp 2026-07-28 unknown tool", method: "POST", path: "/mcp", header: with(mcpV("2026-07-28"), "Mcp-Method", "tools/call", "Mcp-Name", "no_such_tool"),
+			body: `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"no_such_tool","arguments":{},` + meta2026 + `}}`, status: 400,
+			check: rpcError(-32602)},
+		{name: "mcp 2026-07-28 without Mcp-Method", method: "POST", path: "/mcp", header: mcpV("2026-07-28"),
+			body: `{"jsonrpc":"2.0","id":12,"method":"tools/list","params":{` + meta2026 + `}}`, status: 400,
+			check: rpcError(-32020)},
+		{name: "mcp 2026-07-28 unknown method", method: "POST", path: "/mcp", header: with(mcpV("2026-07-28"), "Mcp-Method", "example/unknown"),
+			body: `{"jsonrpc":"2.0","id":13,"method":"example/unknown","params":{` + meta2026 + `}}`, status: 404,
+			check: rpcError(-32601)},
+		{name: "mcp unknown method", method: "POST", path: "/mcp", header: mcpV("2025-06-18"),
+			body: `{"jsonrpc":"2.0","id":14,"method":"example/unknown"}`, status: 400, check: plainText("JSON RPC not handled")},
+		{name: "mcp not JSON", method: "POST", path: "/mcp", header: mcpHeader,
+			body: `{"jsonrpc":`, badRequest: true, status: 400, check: plainText("malformed payload")},
+		{name: "mcp not JSON-RPC", method: "POST", path: "/mcp", header: mcpHeader,
+			body: `{"name":"test_search","arguments":{"query":"a"}}`, badRequest: true, status: 400, check: plainText("malformed payload")},
+		{name: "mcp Accept without event streams", method: "POST", path: "/mcp", header: with(mcpHeader, "Accept", "application/json"),
+			body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, status: 400, check: plainText("Accept must contain")},
+		{name: "mcp no Accept", method: "POST", path: "/mcp", header: jsonCT,
+			body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, badRequest: true, status: 400, check: plainText("Accept must contain")},
+		{name: "mcp unsupported protocol version", method: "POST", path: "/mcp", header: mcpV("2024-01-01"),
+			body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, badRequest: true, status: 400, check: plainText("Unsupported protocol version")},
+		{name: "mcp body too large", method: "POST", path: "/mcp", header: mcpHeader,
+			body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"pad":"` + strings.Repeat("x", 64<<10) + `"}}`, status: 413,
+			check: plainText("request body exceeds")},
+		{name: "mcp unsupported media type", method: "POST", path: "/mcp", header: with(mcpHeader, "Content-Type", "text/plain"),
+			body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, badRequest: true, status: 415, check: plainText("Content-Type must be")},
+		{name: "mcp from a disallowed origin", method: "POST", path: "/mcp", header: with(mcpHeader, "Origin", evilOrigin),
+			body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, status: 403, code: "origin_not_allowed"},
+		{name: "mcp rebinding host on loopback", method: "POST", path: "/mcp", header: mcpHeader,
+			body:   `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+			before: func(r *http.Request) { r.Host = "rebind.example" },
+			status: 403, code: "origin_not_allowed"},
+		{name: "mcp get", method: "GET", path: "/mcp", header: with(nil, "Accept", "text/event-stream"), status: 405,
+			check: sdkMethodNotAllowed},
+		{name: "mcp get from a disallowed origin", method: "GET", path: "/mcp", header: with(nil, "Origin", evilOrigin), status: 403, code: "origin_not_allowed"},
+		{name: "mcp delete", method: "DELETE", path: "/mcp", status: 405, check: sdkMethodNotAllowed},
+		{name: "mcp delete from a disallowed origin", method: "DELETE", path: "/mcp", header: with(nil, "Origin", evilOrigin), status: 403, code: "origin_not_allowed"},
+		{name: "mcp head", method: "HEAD", path: "/mcp", status: 405,
+			check: func(t *testing.T, res *http.Response, body []byte) {
+				hasHeader("Allow", "POST")(t, res, body)
+				if len(body) != 0 {
+					t.Errorf("HEAD with a body: %q", body)
+				}
+			}},
+		{name: "mcp put", method: "PUT", path: "/mcp", status: 405, code: "method_not_allowed", check: hasHeader("Allow", "POST")},
+		{name: "mcp patch", method: "PATCH", path: "/mcp", status: 405, code: "method_not_allowed", check: hasHeader("Allow", "POST")},
+		{name: "mcp options without preflight", method: "OPTIONS", path: "/mcp", status: 405, code: "method_not_allowed", check: hasHeader("Allow", "POST")},
+		{name: "mcp preflight from an allowed origin", method: "OPTIONS", path: "/mcp",
+			header: with(nil, "Origin", partnerOrigin, "Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "content-type,idempotency-key,mcp-protocol-version"),
+			status: 204,
+			check: func(t *testing.T, res *http.Response, body []byte) {
+				hasHeader("Access-Control-Allow-Origin", partnerOrigin)(t, res, body)
+				hasHeader("Access-Control-Allow-Methods", "POST")(t, res, body)
+				hasHeader("Access-Control-Allow-Headers", "content-type,idempotency-key,mcp-protocol-version")(t, res, body)
+			}},
+		{name: "mcp preflight from a disallowed origin", method: "OPTIONS", path: "/mcp",
+			header: with(nil, "Origin", evilOrigin, "Access-Control-Request-Method", "POST"),
+			status: 204, check: hasHeader("Access-Control-Allow-Origin", "")},
 	}
 
 	covered := map[opKey]map[int]bool{}
@@ -491,6 +657,13 @@ func runCase(t *testing.T, router routers.Router, srv *httptest.Server, tc contr
 		checkDocumentedHeaders(t, route, res)
 	}
 
+	// Stateless everywhere: no session id, no cookie, on any route.
+	for _, h := range []string{"Mcp-Session-Id", "Set-Cookie"} {
+		if v := res.Header.Get(h); v != "" {
+			t.Errorf("response sets %s: %q", h, v)
+		}
+	}
+
 	if tc.code != "" {
 		var eb struct {
 			Error struct {
@@ -585,6 +758,60 @@ func jsonEquals(want string) func(t *testing.T, res *http.Response, body []byte)
 			t.Errorf("body\n got %s\nwant %s", g, w)
 		}
 	}
+}
+
+// rpcError checks a JSON-RPC error response's code.
+func rpcError(code int) func(t *testing.T, res *http.Response, body []byte) {
+	return func(t *testing.T, res *http.Response, body []byte) {
+		t.Helper()
+		var r struct {
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		mustUnmarshal(t, body, &r)
+		if r.Error == nil || r.Error.Code != code || r.Result != nil {
+			t.Errorf("want a JSON-RPC error %d, got %s", code, body)
+		}
+	}
+}
+
+// isErrorResult checks an MCP tools/call result with isError and a text that starts
+// with prefix.
+func isErrorResult(prefix string) func(t *testing.T, res *http.Response, body []byte) {
+	return func(t *testing.T, res *http.Response, body []byte) {
+		t.Helper()
+		var r struct {
+			Result struct {
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+				IsError bool `json:"isError"`
+			} `json:"result"`
+		}
+		mustUnmarshal(t, body, &r)
+		if !r.Result.IsError || len(r.Result.Content) != 1 || !strings.HasPrefix(r.Result.Content[0].Text, prefix) {
+			t.Errorf("want an isError result starting %q, got %s", prefix, body)
+		}
+	}
+}
+
+// plainText checks a text/plain answer of the MCP SDK.
+func plainText(contains string) func(t *testing.T, res *http.Response, body []byte) {
+	return func(t *testing.T, res *http.Response, body []byte) {
+		t.Helper()
+		if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") || !strings.Contains(string(body), contains) {
+			t.Errorf("want text/plain containing %q, got %q: %q", contains, ct, body)
+		}
+	}
+}
+
+// sdkMethodNotAllowed checks the MCP SDK's 405 for GET and DELETE.
+func sdkMethodNotAllowed(t *testing.T, res *http.Response, body []byte) {
+	t.Helper()
+	hasHeader("Allow", "POST")(t, res, body)
+	plainText("Method Not Allowed")(t, res, body)
 }
 
 func hasHeader(name, want string) func(t *testing.T, res *http.Response, body []byte) {

@@ -61,8 +61,9 @@ func (m *mcpChannel) current() http.Handler {
 	}
 	m.etag = cat.ETag
 	m.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
-		Stateless:    true,
-		JSONResponse: true,
+		Stateless:           true,
+		JSONResponse:        true,
+		MaxRequestBodyBytes: m.a.cfg.BodyLimitBytes,
 		Logger:       m.a.logger,
 		// The same protection, with the proxy's host allowed, is checkMCPHost.
 		DisableLocalhostProtection: true,

@@ -24,7 +24,7 @@ func (a *App) publicRoutes() *echo.Echo {
 	api.POST("/chat/tools", a.callTool)
 
 	// Remote MCP (Streamable HTTP, stateless). The SDK answers GET and DELETE with 405.
-	e.Any("/mcp", methodNotAllowed("POST"), a.cors())
+	e.Any("/mcp", methodNotAllowed("POST"), a.cors(), a.checkOrigin)
 	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp", a.serveMCP, a.cors(), a.checkOrigin, a.checkMCPHost)
 	return e
 }
