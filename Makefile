@@ -35,7 +35,7 @@ test:
 FUZZTIME ?= 60s
 fuzz:
 	@url=$$($(PG) start) && \
-	  TEST_DATABASE_URL=$$url $(GO) test ./server -run '^$$' -fuzz '^FuzzCallBody$$' -fuzztime $(FUZZTIME)
+	  TEST_DATABASE_URL=$$url $(GO) test ./server -run '^$$' -fuzz '^FuzzCallBody$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s
 
 ## bench: throughput and latency against baselines measured in the same run
 bench:
