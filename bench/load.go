@@ -44,12 +44,16 @@ func (r request) raw(addr string) []byte {
 	return b.Bytes()
 }
 
-// target is one side of a scenario: a server and the request it is measured with.
+// target is one side of a scenario: a server and the request it is measured with, or,
+// for a baseline that is not a server at all, a function doing the same work in-process.
 type target struct {
-	label string // shown in the table: "sitetools", "net/http"
+	label string // shown in the table: "sitetools", "net/http", "pgx"
 	addr  string // host:port of a loopback listener
 	req   request
 	want  int // the status every response must have
+	// do, when set, replaces the HTTP request: each worker calls it in a closed loop,
+	// and an error counts as one.
+	do func(context.Context) error
 }
 
 // clientLabels mark the load generator in CPU profiles.
@@ -72,7 +76,10 @@ func (r round) rps() float64 { return float64(r.requests) / r.elapsed.Seconds() 
 // A transport failure or a status other than t.want counts as an error (every
 // non-2xx/3xx is one), and the worker reconnects.
 func load(ctx context.Context, t target, c int, d time.Duration) round {
-	raw := t.req.raw(t.addr)
+	var raw []byte
+	if t.do == nil {
+		raw = t.req.raw(t.addr)
+	}
 	var stop atomic.Bool
 	timer := time.AfterFunc(d, func() { stop.Store(true) })
 	defer timer.Stop()
@@ -85,6 +92,12 @@ func load(ctx context.Context, t target, c int, d time.Duration) round {
 	start := time.Now()
 	for i := range c {
 		wg.Go(func() {
+			if t.do != nil {
+				// The worker is the baseline itself: its CPU belongs to that side.
+				pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("side", t.label)))
+				results[i] = funcWorker(t, &stop, start.Add(d+10*time.Second))
+				return
+			}
 			pprof.SetGoroutineLabels(clientLabels)
 			results[i] = worker(raw, t, &stop, start.Add(d+10*time.Second))
 		})
@@ -154,6 +167,29 @@ func worker(raw []byte, t target, stop *atomic.Bool, deadline time.Time) round {
 		case resp.Close:
 			conn.Close()
 			conn = nil
+		}
+	}
+	return res
+}
+
+// funcWorker calls t.do in a closed loop until stop, each call bounded by deadline.
+func funcWorker(t target, stop *atomic.Bool, deadline time.Time) round {
+	res := round{latency: make([]time.Duration, 0, 1<<12)}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	for !stop.Load() {
+		begin := time.Now()
+		err := t.do(ctx)
+		res.latency = append(res.latency, time.Since(begin))
+		res.requests++
+		if err != nil {
+			res.errors++
+			if res.firstErr == nil {
+				res.firstErr = fmt.Errorf("%s: %w", t.label, err)
+			}
+			if ctx.Err() != nil {
+				break
+			}
 		}
 	}
 	return res

@@ -1,12 +1,14 @@
-// Command bench measures sitetools against baselines served in the same run: each
+// Command bench measures sitetools against baselines measured in the same run: each
 // scenario loads a subject (the real service) and a baseline (the least code that gives
-// the same answer) in interleaved rounds and reports the throughput ratio against a
-// goal. `make bench` runs it; it prints one table and rewrites docs/benchmarks.md.
+// the same answer) in interleaved rounds and reports the throughput or latency ratio
+// against a goal. It also measures the recall of the HNSW vector index against exact
+// search. `make bench` runs it; it prints the tables and rewrites docs/benchmarks.md.
 package main
 
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -20,10 +22,12 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/tools"
 )
 
@@ -39,14 +43,16 @@ func main() {
 
 // settings are the command-line flags.
 type settings struct {
-	conns      int
-	duration   time.Duration
-	warmup     time.Duration
-	rounds     int
-	run        *regexp.Regexp
-	out        string
-	cpuprofile string
-	strict     bool
+	conns       int
+	searchConns []int
+	duration    time.Duration
+	warmup      time.Duration
+	rounds      int
+	run         *regexp.Regexp
+	out         string
+	cpuprofile  string
+	strict      bool
+	hnsw        hnswSettings
 }
 
 func parseFlags(args []string, stderr io.Writer) (settings, error) {
@@ -54,6 +60,7 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&s.conns, "c", 32, "concurrent keep-alive connections (closed loop)")
+	searchConns := fs.String("search-c", "1,8", "concurrent connections of the search_site scenarios, one scenario each, the same on both sides")
 	fs.DurationVar(&s.duration, "duration", 3*time.Second, "length of one measured round")
 	fs.DurationVar(&s.warmup, "warmup", time.Second, "unmeasured warm-up per side and scenario")
 	fs.IntVar(&s.rounds, "rounds", 3, "measured rounds per side, interleaved subject/baseline")
@@ -61,6 +68,10 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	fs.StringVar(&s.out, "out", "docs/benchmarks.md", "markdown report to rewrite, relative to the module root (empty: none)")
 	fs.StringVar(&s.cpuprofile, "cpuprofile", "", "write a CPU profile of the measured rounds to this file")
 	fs.BoolVar(&s.strict, "strict", false, "exit non-zero when a scenario misses its goal")
+	fs.IntVar(&s.hnsw.rows, "hnsw-rows", 100_000, "random vectors in the HNSW recall table")
+	fs.IntVar(&s.hnsw.queries, "hnsw-queries", 200, "random query vectors for HNSW recall")
+	fs.Uint64Var(&s.hnsw.seed, "hnsw-seed", 1, "seed of the HNSW table's and queries' random vectors")
+	efSearch := fs.String("ef-search", "40,100,200,400,1000", "hnsw.ef_search values to measure recall at (the service's own is always added)")
 	if err := fs.Parse(args); err != nil {
 		return s, err
 	}
@@ -70,7 +81,16 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	if s.conns < 1 || s.rounds < 1 || s.duration <= 0 || s.warmup < 0 {
 		return s, errors.New("-c and -rounds must be at least 1, -duration positive, -warmup not negative")
 	}
+	if s.hnsw.rows < 1000 || s.hnsw.queries < 1 {
+		return s, errors.New("-hnsw-rows must be at least 1000 and -hnsw-queries at least 1")
+	}
 	var err error
+	if s.hnsw.efSearch, err = parseInts(*efSearch, 1, 1000); err != nil {
+		return s, fmt.Errorf("-ef-search: %w", err)
+	}
+	if s.searchConns, err = parseInts(*searchConns, 1, 1000); err != nil {
+		return s, fmt.Errorf("-search-c: %w", err)
+	}
 	if s.run, err = regexp.Compile(*run); err != nil {
 		return s, fmt.Errorf("-run: %w", err)
 	}
@@ -78,16 +98,23 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 }
 
 // scenario is one comparison: the subject and the baseline answer the same request
-// with the same bytes, and the subject should reach goal × the baseline's throughput.
+// with the same bytes, and the subject should reach goal × the baseline's throughput,
+// or, for a latency scenario, a median latency of at most goal × the baseline's.
 type scenario struct {
-	name  string
-	about string // what the subject and the baseline are
-	goal  float64
+	name    string
+	about   string // what the subject and the baseline are
+	goal    float64
+	latency bool // the goal is on p50 latency (subject ≤ goal × baseline), not on rps
+	conns   int  // concurrent connections or workers per side (0: -c)
 	// same lists the response headers that must be identical on both sides, beside
 	// the status and the body; the check runs before any load.
 	same     []string
 	subject  target
 	baseline target
+	// check, when set, replaces the HTTP parity check (a baseline that is no server);
+	// after, when set, adds notes once the rounds are over.
+	check func() ([]string, error)
+	after func() []string
 }
 
 // scenarios is every scenario, given the addresses of the running servers.
@@ -165,14 +192,32 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer shutdown(bare)
+	// The search baseline's pool: opened as the service opens its own.
+	basePool, err := postgres.Open(setupCtx, dbURL, svc.cfg.DatabaseMaxConns)
+	if err != nil {
+		return err
+	}
+	defer basePool.Close()
 
+	all := scenarios(svc.addr, bareAddr, cat)
+	for _, c := range s.searchConns {
+		if !s.run.MatchString(searchScenarioName(c)) {
+			continue
+		}
+		sc, err := searchScenario(ctx, svc, basePool, c)
+		if err != nil {
+			return err
+		}
+		all = append(all, sc)
+	}
 	var selected []scenario
-	for _, sc := range scenarios(svc.addr, bareAddr, cat) {
+	for _, sc := range all {
 		if s.run.MatchString(sc.name) {
 			selected = append(selected, sc)
 		}
 	}
-	if len(selected) == 0 {
+	runHNSW := s.run.MatchString(hnswName)
+	if len(selected) == 0 && !runHNSW {
 		return fmt.Errorf("no scenario matches -run %q", s.run)
 	}
 
@@ -201,9 +246,18 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		rep.results = append(rep.results, res)
 	}
+	// Last, so that building the index cannot disturb the load scenarios' rounds.
+	if runHNSW {
+		h, err := measureHNSW(ctx, adminURL, s.hnsw, stderr)
+		if err != nil {
+			return fmt.Errorf("%s: %w", hnswName, err)
+		}
+		rep.hnsw = h
+	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	rep.took = time.Since(rep.started)
 
 	text := rep.text()
 	fmt.Fprint(stdout, text)
@@ -220,8 +274,12 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			errs = append(errs, fmt.Errorf("%s: %d errors (first: %v)", r.sc.name, n, cmpErr(r.subject.firstErr, r.baseline.firstErr)))
 		}
 		if s.strict && !r.pass() {
-			errs = append(errs, fmt.Errorf("%s: ratio %.2f misses the goal %.2f", r.sc.name, r.ratio(), r.sc.goal))
+			errs = append(errs, fmt.Errorf("%s: ratio %.2f misses the goal %s", r.sc.name, r.ratio(), r.goalText()))
 		}
+	}
+	if h := rep.hnsw; s.strict && h != nil && !h.pass() {
+		errs = append(errs, fmt.Errorf("%s: recall@10 %.3f at the service's ef_search %d misses the goal %.2f",
+			hnswName, h.service().recall, h.serviceEF, recallGoal))
 	}
 	return errors.Join(errs...)
 }
@@ -237,14 +295,19 @@ func cmpErr(a, b error) error {
 // interleaved (subject, baseline, subject, …) so that noise from the shared machine
 // falls on both sides alike.
 func measure(ctx context.Context, sc scenario, s settings, progress io.Writer) (result, error) {
-	notes, err := checkParity(sc)
+	check := sc.check
+	if check == nil {
+		check = func() ([]string, error) { return checkParity(sc) }
+	}
+	notes, err := check()
 	if err != nil {
 		return result{}, err
 	}
 	res := result{sc: sc, notes: notes}
+	conns := cmp.Or(sc.conns, s.conns)
 	if s.warmup > 0 {
-		load(ctx, sc.subject, s.conns, s.warmup)
-		load(ctx, sc.baseline, s.conns, s.warmup)
+		load(ctx, sc.subject, conns, s.warmup)
+		load(ctx, sc.baseline, conns, s.warmup)
 	}
 	var subj, base []round
 	for i := range s.rounds {
@@ -256,12 +319,15 @@ func measure(ctx context.Context, sc scenario, s settings, progress io.Writer) (
 				return res, ctx.Err()
 			}
 			runtime.GC() // start each round from a collected heap, whichever side ran before
-			r := load(ctx, side.t, s.conns, s.duration)
+			r := load(ctx, side.t, conns, s.duration)
 			*side.out = append(*side.out, r)
 			fmt.Fprintf(progress, "%s: round %d/%d %-9s %8.0f rps, %d errors\n", sc.name, i+1, s.rounds, side.t.label, r.rps(), r.errors)
 		}
 	}
 	res.subject, res.baseline = summarize(subj), summarize(base)
+	if sc.after != nil {
+		res.notes = append(res.notes, sc.after()...)
+	}
 	return res, nil
 }
 
@@ -345,4 +411,20 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// parseInts parses a comma-separated list of integers in [lo, hi].
+func parseInts(list string, lo, hi int) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < lo || n > hi {
+			return nil, fmt.Errorf("%q is not an integer from %d to %d", f, lo, hi)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

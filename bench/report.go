@@ -55,7 +55,8 @@ type result struct {
 	notes             []string
 }
 
-func (r result) ratio() float64 {
+// rpsRatio is subject ÷ baseline median throughput.
+func (r result) rpsRatio() float64 {
 	b := median(r.baseline.rps)
 	if b == 0 {
 		return 0
@@ -63,7 +64,35 @@ func (r result) ratio() float64 {
 	return median(r.subject.rps) / b
 }
 
-func (r result) pass() bool { return r.ratio() >= r.sc.goal }
+// p50Ratio is subject ÷ baseline median latency.
+func (r result) p50Ratio() float64 {
+	if r.baseline.p50 == 0 {
+		return 0
+	}
+	return float64(r.subject.p50) / float64(r.baseline.p50)
+}
+
+// ratio is the one the goal is on.
+func (r result) ratio() float64 {
+	if r.sc.latency {
+		return r.p50Ratio()
+	}
+	return r.rpsRatio()
+}
+
+func (r result) pass() bool {
+	if r.sc.latency {
+		return r.ratio() > 0 && r.ratio() <= r.sc.goal
+	}
+	return r.ratio() >= r.sc.goal
+}
+
+func (r result) goalText() string {
+	if r.sc.latency {
+		return fmt.Sprintf("p50 ≤ %.2f", r.sc.goal)
+	}
+	return fmt.Sprintf("rps ≥ %.2f", r.sc.goal)
+}
 
 // cpuRatio is baseline ÷ subject CPU time per request: the throughput ratio the two
 // would have if both saturated the same cores. Time stolen by other processes lowers
@@ -89,6 +118,8 @@ type report struct {
 	s       settings
 	catalog int // bytes of the catalog JSON
 	results []result
+	hnsw    *hnswResult // nil: not run
+	took    time.Duration
 }
 
 func (rep report) text() string {
@@ -97,32 +128,54 @@ func (rep report) text() string {
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, rep.started.UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "load average at the end: %s\n", loadAverage())
 	fmt.Fprintf(&b, "command: make bench  ≡  %s\n", rep.command)
-	fmt.Fprintf(&b, "load: closed loop, %d keep-alive connections, %d × %s rounds per side interleaved, %s warm-up per side; catalog %d bytes\n\n",
-		rep.s.conns, rep.s.rounds, rep.s.duration, rep.s.warmup, rep.catalog)
+	conns := fmt.Sprintf("%d keep-alive connections", rep.s.conns)
+	if slices.ContainsFunc(rep.results, func(r result) bool { return r.sc.conns != 0 && r.sc.conns != rep.s.conns }) {
+		conns += " (search_site: as many as its name says, on each side)"
+	}
+	fmt.Fprintf(&b, "load: closed loop, %s, %d × %s rounds per side interleaved, %s warm-up per side; catalog %d bytes\n",
+		conns, rep.s.rounds, rep.s.duration, rep.s.warmup, rep.catalog)
+	fmt.Fprintf(&b, "took: %s (setup, scenarios and HNSW recall; the go build before it not counted)\n\n", rep.took.Round(time.Second))
 
-	rows := [][]string{{"scenario", "subject rps", "baseline rps", "ratio", "CPU ratio", "goal", "result", "subject p50 / p99", "baseline p50 / p99", "errors"}}
-	for _, r := range rep.results {
-		verdict := "PASS"
-		if !r.pass() {
-			verdict = "MISS"
+	if len(rep.results) > 0 {
+		rep.scenarioText(&b)
+	}
+	if rep.hnsw != nil {
+		if len(rep.results) > 0 {
+			b.WriteString("\n")
 		}
+		rep.hnsw.text(&b)
+	}
+	return b.String()
+}
+
+func (rep report) scenarioText(b *strings.Builder) {
+	rows := [][]string{{"scenario", "subject rps", "baseline rps", "rps ratio", "CPU ratio", "p50 ratio", "goal", "result", "subject p50 / p99", "baseline p50 / p99", "errors"}}
+	for _, r := range rep.results {
+		verdict := verdictOf(r.pass())
 		if r.noisy() {
 			verdict += " (noisy)"
+		}
+		// Against a baseline in this process whose work is mostly PostgreSQL's, this
+		// process's CPU says nothing of the throughput the two would have.
+		cpuRatio := "–"
+		if r.sc.baseline.do == nil {
+			cpuRatio = fmt.Sprintf("%.2f", r.cpuRatio())
 		}
 		rows = append(rows, []string{
 			r.sc.name,
 			fmt.Sprintf("%.0f", median(r.subject.rps)),
 			fmt.Sprintf("%.0f", median(r.baseline.rps)),
-			fmt.Sprintf("%.2f", r.ratio()),
-			fmt.Sprintf("%.2f", r.cpuRatio()),
-			fmt.Sprintf("≥ %.2f", r.sc.goal),
+			fmt.Sprintf("%.2f", r.rpsRatio()),
+			cpuRatio,
+			fmt.Sprintf("%.2f", r.p50Ratio()),
+			r.goalText(),
 			verdict,
 			latencies(r.subject),
 			latencies(r.baseline),
 			fmt.Sprintf("%d / %d", r.subject.errors, r.baseline.errors),
 		})
 	}
-	table(&b, rows)
+	table(b, rows)
 
 	b.WriteString("\n")
 	for _, r := range rep.results {
@@ -130,29 +183,43 @@ func (rep report) text() string {
 		for i := range pairs {
 			pairs[i] = r.subject.rps[i] / max(r.baseline.rps[i], 1)
 		}
-		fmt.Fprintf(&b, "- %s\n", r.sc.name)
-		fmt.Fprintf(&b, "  - rps per round: %s %s, %s %s; ratio per pair of rounds: %s\n",
+		fmt.Fprintf(b, "- %s\n", r.sc.name)
+		if r.sc.latency {
+			fmt.Fprintf(b, "  - p50 ratio %.2f = %s %s ÷ %s %s (goal ≤ %.2f: %s)\n", r.p50Ratio(), r.sc.subject.label, duration(r.subject.p50),
+				r.sc.baseline.label, duration(r.baseline.p50), r.sc.goal, verdictOf(r.pass()))
+		}
+		fmt.Fprintf(b, "  - rps per round: %s %s, %s %s; ratio per pair of rounds: %s\n",
 			r.sc.subject.label, join(r.subject.rps, "%.0f"), r.sc.baseline.label, join(r.baseline.rps, "%.0f"), join(pairs, "%.2f"))
-		fmt.Fprintf(&b, "  - CPU per request (whole process, load generator included): %s %s, %s %s; %d + %d requests\n",
+		fmt.Fprintf(b, "  - CPU per request (whole process, load generator included): %s %s, %s %s; %d + %d requests\n",
 			r.sc.subject.label, duration(r.subject.cpuPerRequest()), r.sc.baseline.label, duration(r.baseline.cpuPerRequest()),
 			r.subject.requests, r.baseline.requests)
 		for _, n := range r.notes {
-			fmt.Fprintf(&b, "  - %s\n", n)
+			fmt.Fprintf(b, "  - %s\n", n)
 		}
 		if r.noisy() {
-			fmt.Fprintf(&b, "  - noisy: rounds of one side differ by more than %.0f%% of their median (%s %.0f%%, %s %.0f%%): "+
-				"other work competed for the cores; trust the CPU ratio, or rerun on a quiet machine\n",
-				100*noiseLimit, r.sc.subject.label, 100*spread(r.subject.rps), r.sc.baseline.label, 100*spread(r.baseline.rps))
+			advice := "trust the CPU ratio, or rerun on a quiet machine"
+			if r.sc.latency {
+				advice = "both sides suffered it in turn, but rerun on a quiet machine to be sure"
+			}
+			fmt.Fprintf(b, "  - noisy: rounds of one side differ by more than %.0f%% of their median (%s %.0f%%, %s %.0f%%): "+
+				"other work competed for the cores; %s\n",
+				100*noiseLimit, r.sc.subject.label, 100*spread(r.subject.rps), r.sc.baseline.label, 100*spread(r.baseline.rps), advice)
 		}
 	}
 	abouts := map[string]bool{}
 	for _, r := range rep.results {
 		if !abouts[r.sc.about] {
 			abouts[r.sc.about] = true
-			fmt.Fprintf(&b, "- subject vs baseline: %s\n", r.sc.about)
+			fmt.Fprintf(b, "- subject vs baseline: %s\n", r.sc.about)
 		}
 	}
-	return b.String()
+}
+
+func verdictOf(pass bool) string {
+	if pass {
+		return "PASS"
+	}
+	return "MISS"
 }
 
 // noiseLimit is the spread of one side's rounds, relative to their median, above which the
@@ -242,21 +309,33 @@ const docHeader = `# Benchmarks
 This file is rewritten by every ` + "`make bench`" + ` (bench/main.go); do not edit it by hand.
 
 **Method.** Each scenario compares a *subject* (the real service, built in-process as
-` + "`sitetools serve`" + ` builds it, on a migrated PostgreSQL, with request logging on at info into a
-discarded JSON handler) with a *baseline* (the least code that gives the same answer). Both are
-served by an ` + "`http.Server`" + ` with the same settings on a loopback TCP port. Before any load the
-harness checks that both sides answer with the same status, body and listed headers.
+` + "`sitetools serve`" + ` builds it, search tools included, on a migrated PostgreSQL holding the demo
+site ingested as ` + "`make demo`" + ` ingests it, with request logging on at info into a discarded JSON
+handler) with a *baseline* (the least code that gives the same answer). For the catalog scenarios
+the baseline is a bare ` + "`net/http`" + ` handler, and both are served by an ` + "`http.Server`" + ` with the
+same settings on a loopback TCP port. For ` + "`search_site`" + ` it is the tool's own SQL
+(` + "`sitesearch.SearchSQL`" + `) with the same parameters and the same cached query vector, run
+directly on a pgxpool opened as the service opens its own. Before any load the harness checks that
+both sides answer alike: the same status, body and listed headers, or for ` + "`search_site`" + ` the
+same pages in the same order with the same scores.
 
-A closed-loop load generator (C keep-alive connections, each sending its next request as soon as
-the previous response is read) warms each side up, then runs measured rounds alternating subject
-and baseline, so that other work on the machine falls on both alike.
+A closed-loop load generator (C keep-alive connections, or C workers calling the baseline, each
+sending its next request as soon as the previous answer is read) warms each side up, then runs
+measured rounds alternating subject and baseline, so that other work on the machine falls on both
+alike.
 
-- **rps** is the median over rounds; **ratio** is subject ÷ baseline rps, and **goal** is the
-  least acceptable ratio (PASS/MISS).
+- **rps** is the median over rounds; **rps ratio** is subject ÷ baseline rps and **p50 ratio**
+  subject ÷ baseline median latency. **goal** names the ratio judged (PASS/MISS): throughput for
+  the catalog, latency for ` + "`search_site`" + `, where the question is how much the public API adds
+  to a search, not how many searches the machine can run. ` + "`search_site`" + ` runs with one
+  connection (the latency of a request alone) and with several (under load, where queueing in
+  PostgreSQL, the same for both sides, dilutes the difference).
 - **CPU ratio** is baseline ÷ subject CPU time per request of the whole process (load generator
   included): the throughput ratio the two would have while saturating the same cores. Time stolen
   by other processes lowers throughput but hardly CPU per request, so when a row is marked
   *noisy* (rounds of one side spread by more than 15%), the CPU ratio is the number to trust.
+  It is left out (–) where the baseline's work is mostly PostgreSQL's, which no process CPU
+  time of this one includes.
 - **p50 / p99** are over every request of every measured round; **errors** are transport failures
   and responses with a status other than the expected one.
 
@@ -265,7 +344,16 @@ numbers: a ratio is the end-to-end view of a client on this machine, and underst
 more CPU the subject's handler spends than the baseline's. Absolute numbers depend on the machine
 and compare only within one run. To see where the time goes: ` + "`go run ./bench -cpuprofile cpu.out`" + `,
 then ` + "`go tool pprof -tagfocus side=sitetools cpu.out`" + ` (sides are labelled ` + "`sitetools`" + `,
-` + "`net/http`" + ` and ` + "`client`" + `; ` + "`go tool pprof -tags`" + ` splits the CPU time between them).
+` + "`net/http`" + `, ` + "`pgx`" + ` and ` + "`client`" + `; ` + "`go tool pprof -tags`" + ` splits the CPU time between them).
+
+**HNSW recall@10** is measured after the load, in a database of its own (` + "`" + hnswDatabase + "`" + `):
+random unit vectors of 384 dimensions from a fixed seed, in a table indexed as the service indexes
+` + "`chunks.embedding`" + `. The table is kept between runs: a meta table records its seed and size, a
+matching table is reused, and otherwise it is loaded anew (COPY) and indexed, and the build time
+reported. For each random query vector, the ids of the top 10 by the index at a given
+` + "`hnsw.ef_search`" + ` are compared with the exact top 10 of the same query on a sequential scan;
+recall@10 is the mean overlap. The goal (≥ 0.95) is judged at the ` + "`ef_search`" + ` the service runs
+with; the other values show what raising it would buy, and at what latency.
 
 ## Latest run
 

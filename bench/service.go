@@ -13,9 +13,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/server"
+	"github.com/sitetools/sitetools/tools"
+	"github.com/sitetools/sitetools/tools/sitesearch"
 )
 
 // benchDatabase is the database the benchmarked service runs on; it is created next to
@@ -24,39 +28,53 @@ const benchDatabase = "sitetools_bench"
 
 // prepareDatabase creates benchDatabase if it is missing, migrates it, and returns its URL.
 func prepareDatabase(ctx context.Context, adminURL string) (string, error) {
-	u, err := url.Parse(adminURL)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		return "", errors.New("prepareDatabase: TEST_DATABASE_URL must be a postgres:// URL")
-	}
-	conn, err := pgx.Connect(ctx, adminURL)
+	dbURL, err := createDatabase(ctx, adminURL, benchDatabase)
 	if err != nil {
 		return "", fmt.Errorf("prepareDatabase: %w", err)
 	}
-	defer conn.Close(ctx)
-	var exists bool
-	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", benchDatabase).Scan(&exists); err != nil {
-		return "", fmt.Errorf("prepareDatabase: %w", err)
-	}
-	if !exists {
-		if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{benchDatabase}.Sanitize()); err != nil {
-			return "", fmt.Errorf("prepareDatabase: %w", err)
-		}
-	}
-	u.Path = "/" + benchDatabase
-	dbURL := u.String()
 	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
 		return "", fmt.Errorf("prepareDatabase: %w", err)
 	}
 	return dbURL, nil
 }
 
-// service is the real sitetools public API, built as `sitetools serve` builds it and
-// served on a loopback TCP port.
+// createDatabase creates the database name next to the one adminURL names, unless it
+// exists, and returns its URL.
+func createDatabase(ctx context.Context, adminURL, name string) (string, error) {
+	u, err := url.Parse(adminURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", errors.New("TEST_DATABASE_URL must be a postgres:// URL")
+	}
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return "", err
+	}
+	if !exists {
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+			return "", err
+		}
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// service is the real sitetools public API, built as `sitetools serve` builds it (search
+// tools included, on the demo site ingested as `make demo` does) and served on a
+// loopback TCP port.
 type service struct {
-	app  *server.App
-	db   *postgres.DB
-	srv  *http.Server
-	addr string
+	app     *server.App
+	db      *postgres.DB
+	cfg     server.Config
+	search  *searchParts
+	metrics *prometheus.Registry
+	ingest  sitesearch.IngestStats
+	srv     *http.Server
+	addr    string
 }
 
 func startService(ctx context.Context, dbURL, label string) (*service, error) {
@@ -70,6 +88,10 @@ func startService(ctx context.Context, dbURL, label string) (*service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("startService: %w", err)
 	}
+	// serve loads the tokenizer at start rather than on the first query.
+	if err := llm.LoadTokenizer(); err != nil {
+		return nil, fmt.Errorf("startService: %w", err)
+	}
 	db, err := postgres.Open(ctx, cfg.DatabaseURL, cfg.DatabaseMaxConns)
 	if err != nil {
 		return nil, fmt.Errorf("startService: %w", err)
@@ -81,7 +103,21 @@ func startService(ctx context.Context, dbURL, label string) (*service, error) {
 	// Logging stays on at info, as in production: formatting the request line is part
 	// of the cost being measured; only the write goes nowhere.
 	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	app, err := server.New(cfg, server.Options{DB: db, Logger: logger, Register: registerTools})
+	ingest, err := ingestDemo(ctx, cfg, db, logger)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("startService: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	search, err := newSearch(ctx, cfg, db, logger, reg)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("startService: %w", err)
+	}
+	app, err := server.New(cfg, server.Options{
+		DB: db, Logger: logger, Metrics: reg, Usage: search.report,
+		Register: func(r *tools.Registry) error { return registerTools(r, search.tools) },
+	})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("startService: %w", err)
@@ -91,7 +127,7 @@ func startService(ctx context.Context, dbURL, label string) (*service, error) {
 		db.Close()
 		return nil, fmt.Errorf("startService: %w", err)
 	}
-	return &service{app: app, db: db, srv: srv, addr: addr}, nil
+	return &service{app: app, db: db, cfg: cfg, search: search, metrics: reg, ingest: ingest, srv: srv, addr: addr}, nil
 }
 
 func (s *service) close() {

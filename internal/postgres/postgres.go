@@ -49,10 +49,16 @@ func Open(ctx context.Context, url string, maxConns int32) (*DB, error) {
 		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_type WHERE typname = 'vector')").Scan(&ok); err != nil {
 			return err
 		}
-		if ok {
-			return pgxvec.RegisterTypes(ctx, conn)
+		if !ok {
+			return nil
 		}
-		return nil
+		if err := pgxvec.RegisterTypes(ctx, conn); err != nil {
+			return err
+		}
+		// Search takes 40 candidates from the vector index; the HNSW scan must look at
+		// more than that to find them (pgvector's default is 40).
+		_, err := conn.Exec(ctx, "SET hnsw.ef_search = 100")
+		return err
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

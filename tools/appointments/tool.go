@@ -16,10 +16,6 @@ type BusySource interface {
 	Busy(ctx context.Context, from, to time.Time, loc *time.Location) ([]Interval, error)
 }
 
-// ErrUnknown marks a source that cannot say what is busy right now. The tool then
-// fails closed: it offers no slots rather than showing busy time as free.
-var ErrUnknown = errors.New("availability is temporarily unknown")
-
 // Availability answers get_free_slots from a schedule minus the busy time of its
 // sources. Its output types hold only slot bounds.
 type Availability struct {
@@ -162,7 +158,9 @@ func (a *Availability) handle(ctx context.Context, raw json.RawMessage) (*tools.
 	var busy []Interval
 	for _, src := range a.Sources {
 		iv, err := src.Busy(ctx, lo, hi, a.Schedule.Location)
-		if errors.Is(err, ErrUnknown) {
+		// A source that cannot say what is busy right now: fail closed, offer no slots
+		// rather than show busy time as free.
+		if errors.Is(err, ErrAvailabilityUnknown) {
 			return tools.ErrorResult("Availability is temporarily unknown (a calendar could not be read); no slots can be offered right now. Try again in a few minutes."), nil
 		}
 		if err != nil {

@@ -282,7 +282,7 @@ func TestTimezoneAndDates(t *testing.T) {
 }
 
 func TestFailsClosed(t *testing.T) {
-	e := newEnv(t, failingSource{appointments.ErrUnknown})
+	e := newEnv(t, failingSource{appointments.ErrAvailabilityUnknown})
 	r := e.slots(t, map[string]any{"from": "2026-12-01", "to": "2026-12-02"})
 	if r.status != 200 || !r.isError || len(r.out.Slots) != 0 || !strings.Contains(r.text, "temporarily unknown") {
 		t.Fatalf("%s", r.body)

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sitetools/sitetools/internal/costguard"
+	"github.com/sitetools/sitetools/internal/llm"
+	"github.com/sitetools/sitetools/internal/postgres"
+	"github.com/sitetools/sitetools/server"
+	"github.com/sitetools/sitetools/tools"
+	"github.com/sitetools/sitetools/tools/sitesearch"
+)
+
+// The search_site scenario asks the demo site one fixed question, one of the
+// hand-written relevance questions (internal/fixtures/search_questions.json): it
+// matches both halves of the hybrid search.
+const (
+	demoDir     = "deploy/demo/site"
+	demoBaseURL = "http://bench.example"
+	searchQuery = "How do I merge rankings from full-text search and embedding similarity?"
+	searchLimit = 5
+)
+
+func searchScenarioName(conns int) string {
+	return fmt.Sprintf("POST /api/chat/tools search_site, %d conn (cached embedding)", conns)
+}
+
+// searchParts is search_site's machinery, built with the constructors and options
+// internal/cli's newSearch uses for serve.
+type searchParts struct {
+	store  *sitesearch.Store
+	budget *costguard.Budget
+	ledger *costguard.Ledger
+	qe     *costguard.QueryEmbedder
+	dims   int
+	tools  []tools.Tool
+}
+
+// newEmbedder is serve's embedder for the configuration the bench runs with: the
+// offline local one, so that no run spends money or depends on a network.
+func newEmbedder(cfg server.Embeddings) (llm.Embedder, error) {
+	if cfg.Provider != "local" {
+		return nil, fmt.Errorf("the bench runs search with the local embedder, not %q", cfg.Provider)
+	}
+	return llm.NewLocal(cfg.Dimensions)
+}
+
+func newSearch(ctx context.Context, cfg server.Config, db *postgres.DB, logger *slog.Logger, reg prometheus.Registerer) (*searchParts, error) {
+	embedder, err := newEmbedder(cfg.Embeddings)
+	if err != nil {
+		return nil, err
+	}
+	store := sitesearch.NewStore(db, embedder.Dimensions())
+	if err := store.CheckModel(ctx, embedder.Model(), embedder.Dimensions()); err != nil {
+		return nil, err
+	}
+	p := &searchParts{
+		store:  store,
+		budget: costguard.NewBudget(db.Pool, "embedding", cfg.Embeddings.DailyTokenBudget, nil),
+		ledger: costguard.NewLedger(db.Pool),
+		dims:   embedder.Dimensions(),
+	}
+	p.qe, err = costguard.NewQueryEmbedder(costguard.QueryEmbedderOptions{
+		Pool: db.Pool, Embedder: embedder, Budget: p.budget, Ledger: p.ledger,
+		PricePerMTok: cfg.Embeddings.PricePerMTok, Timeout: cfg.Embeddings.Timeout,
+		Logger: logger, Registerer: reg,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.tools, err = sitesearch.Tools(sitesearch.Options{
+		Store: store, Embedder: p.qe,
+		MaxQueryChars: cfg.Search.MaxQueryChars, MaxQueryTokens: cfg.Search.MaxQueryTokens,
+	})
+	return p, err
+}
+
+// report is the admin usage report, as serve wires it (the bench has no admin listener).
+func (p *searchParts) report(ctx context.Context, days int) (any, error) {
+	today, err := p.budget.Today(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := p.ledger.Report(ctx, days)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"budgets": []costguard.Usage{today}, "ledger": rows}, nil
+}
+
+// ingestDemo ingests the demo site as `sitetools ingest --dir deploy/demo/site` does.
+// After the first run nothing has changed and it makes no embedding call.
+func ingestDemo(ctx context.Context, cfg server.Config, db *postgres.DB, logger *slog.Logger) (sitesearch.IngestStats, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return sitesearch.IngestStats{}, err
+	}
+	dir := filepath.Join(root, demoDir)
+	embedder, err := newEmbedder(cfg.Embeddings)
+	if err != nil {
+		return sitesearch.IngestStats{}, err
+	}
+	in := &sitesearch.Ingester{
+		Store:    sitesearch.NewStore(db, embedder.Dimensions()),
+		Embedder: embedder,
+		Ledger:   costguard.NewLedger(db.Pool),
+	}
+	st, err := in.Sync(ctx, "dir:"+dir, func(fn func(*sitesearch.Document) error) ([]string, error) {
+		return nil, sitesearch.WalkDir(dir, demoBaseURL, fn)
+	})
+	if err != nil {
+		return st, fmt.Errorf("ingest %s: %w", demoDir, err)
+	}
+	logger.Info("ingested the demo site", "stats", st.String())
+	return st, nil
+}
+
+// searchScenario measures search_site through the public API against its own SQL run
+// directly on a pool of base, both with the query's vector from the cache, with conns
+// connections on each side. One call warms the cache first, as a repeated question in
+// production finds it warm.
+func searchScenario(ctx context.Context, svc *service, base *postgres.DB, conns int) (scenario, error) {
+	args, err := json.Marshal(map[string]any{"name": "search_site", "arguments": map[string]any{"query": searchQuery, "limit": searchLimit}})
+	if err != nil {
+		return scenario{}, err
+	}
+	subject := target{
+		label: "sitetools",
+		addr:  svc.addr,
+		req: request{method: http.MethodPost, path: "/api/chat/tools", body: args,
+			header: http.Header{"Accept": {"application/json"}, "Content-Type": {"application/json"}}},
+		want: http.StatusOK,
+	}
+	// Warm-up: the call that embeds the query and caches its vector (later ones find it).
+	if _, err := searchViaAPI(subject); err != nil {
+		return scenario{}, fmt.Errorf("search_site warm-up: %w", err)
+	}
+	vec, degraded, err := svc.search.qe.EmbedQuery(ctx, "search_site", searchQuery)
+	if err != nil || vec == nil {
+		return scenario{}, fmt.Errorf("search_site: the cached query vector: %v (degraded %q)", err, degraded)
+	}
+	sql, v := sitesearch.SearchSQL(svc.search.dims), pgvector.NewVector(vec)
+	direct := func(ctx context.Context) ([]sitesearch.Hit, error) {
+		rows, err := base.Pool.Query(ctx, sql, searchQuery, v, searchLimit, "", "")
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, func(r pgx.CollectableRow) (sitesearch.Hit, error) {
+			var h sitesearch.Hit
+			err := r.Scan(&h.Title, &h.URL, &h.Anchor, &h.Snippet, &h.Score)
+			return h, err
+		})
+	}
+	baseline := target{
+		label: "pgx",
+		do: func(ctx context.Context) error {
+			_, err := direct(ctx)
+			return err
+		},
+	}
+	var before map[string]float64
+	return scenario{
+		name: searchScenarioName(conns),
+		about: "search_site through the sitetools public API (JSON envelope, schema validation, token estimate, " +
+			"cost guard's cache, the SQL, snippet bounds, output schema check, MCP-shaped JSON) vs sitesearch.SearchSQL " +
+			"with the same parameters and cached vector run directly on a pgxpool, rows scanned",
+		goal:     1.5,
+		latency:  true,
+		conns:    conns,
+		subject:  subject,
+		baseline: baseline,
+		check: func() ([]string, error) {
+			b, err := embeddingSources(svc.metrics)
+			if err != nil {
+				return nil, err
+			}
+			before = b
+			got, err := searchViaAPI(subject)
+			if err != nil {
+				return nil, err
+			}
+			want, err := direct(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if len(want) == 0 {
+				return nil, errors.New("parity: the search finds nothing: is the demo site ingested?")
+			}
+			key := func(h sitesearch.Hit) string { return fmt.Sprintf("%s#%s %v", h.URL, h.Anchor, h.Score) }
+			if !slices.Equal(mapSlice(got, key), mapSlice(want, key)) {
+				return nil, fmt.Errorf("parity: search_site returns %q, the SQL %q", mapSlice(got, key), mapSlice(want, key))
+			}
+			pages := mapSlice(want, func(h sitesearch.Hit) string { return strings.TrimPrefix(h.URL, demoBaseURL) })
+			return []string{fmt.Sprintf("both sides return the same %d pages in the same order with the same scores: %s "+
+				"(query %q, limit %d)", len(want), strings.Join(pages, ", "), searchQuery, searchLimit)}, nil
+		},
+		after: func() []string {
+			after, err := embeddingSources(svc.metrics)
+			if err != nil {
+				return []string{"query embeddings: " + err.Error()}
+			}
+			var parts []string
+			for _, src := range []string{"memory", "database", "provider", "degraded"} {
+				parts = append(parts, fmt.Sprintf("%.0f %s", after[src]-before[src], src))
+			}
+			return []string{"query embeddings of this scenario (parity check, warm-up, rounds; sitetools_embedding_queries_total by source): " +
+				strings.Join(parts, ", ") + "; CPU per request is this process's only: PostgreSQL's, the same SQL on both sides, is not in it"}
+		},
+	}, nil
+}
+
+// searchViaAPI calls search_site once and returns its results, refusing a degraded search.
+func searchViaAPI(t target) ([]sitesearch.Hit, error) {
+	resp, body, err := probe(t)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("search_site: status %d: %s", resp.StatusCode, body)
+	}
+	var out struct {
+		StructuredContent struct {
+			Results  []sitesearch.Hit `json:"results"`
+			Degraded string           `json:"degraded"`
+		} `json:"structuredContent"`
+		IsError bool `json:"isError"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		return nil, fmt.Errorf("search_site: %w", err)
+	}
+	if out.IsError || out.StructuredContent.Degraded != "" {
+		return nil, fmt.Errorf("search_site: isError %v, degraded %q: the vector half did not run", out.IsError, out.StructuredContent.Degraded)
+	}
+	return out.StructuredContent.Results, nil
+}
+
+// embeddingSources reads the cost guard's counter of query embeddings by source.
+func embeddingSources(reg *prometheus.Registry) (map[string]float64, error) {
+	families, err := reg.Gather()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "sitetools_embedding_queries_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "source" {
+					out[l.GetValue()] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func mapSlice[T, U any](xs []T, f func(T) U) []U {
+	out := make([]U, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
+}
