@@ -1,0 +1,120 @@
+package costguard_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sitetools/sitetools/internal/costguard"
+	"github.com/sitetools/sitetools/internal/postgres/pgtest"
+)
+
+func TestBudgetReservationsNeverExceedTheLimit(t *testing.T) {
+	db := pgtest.NewDB(t)
+	ctx := context.Background()
+	day := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	b := costguard.NewBudget(db.Pool, "embedding", 1000, func() time.Time { return day })
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := b.Reserve(ctx, 70)
+			if err == costguard.ErrBudgetExhausted {
+				return
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			granted.Add(70)
+			if err := r.Settle(ctx, 60); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	u, err := b.Today(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if granted.Load() > 1000 || u.Reserved != 0 || u.Used != granted.Load()/70*60 {
+		t.Fatalf("granted %d, usage %+v", granted.Load(), u)
+	}
+	// Settled below the estimate: what was not used can be reserved again.
+	if _, err := b.Reserve(ctx, 1000-u.Used); err != nil {
+		t.Fatalf("the settled remainder is not available: %v", err)
+	}
+	if _, err := b.Reserve(ctx, 1); err != costguard.ErrBudgetExhausted {
+		t.Fatalf("over the limit: %v", err)
+	}
+	// A new day has a new budget; a released reservation costs nothing.
+	next := costguard.NewBudget(db.Pool, "embedding", 1000, func() time.Time { return day.Add(24 * time.Hour) })
+	r, err := next.Reserve(ctx, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := next.Today(ctx); u.Reserved != 0 || u.Used != 0 {
+		t.Fatalf("after release: %+v", u)
+	}
+	if _, err := next.Reserve(ctx, 1001); err != costguard.ErrBudgetExhausted {
+		t.Fatalf("a single reservation over the limit: %v", err)
+	}
+	unlimited := costguard.NewBudget(db.Pool, "llm", 0, nil)
+	if _, err := unlimited.Reserve(ctx, 1<<40); err != nil {
+		t.Fatalf("unlimited: %v", err)
+	}
+}
+
+func TestLedgerReport(t *testing.T) {
+	db := pgtest.NewDB(t)
+	ctx := context.Background()
+	l := costguard.NewLedger(db.Pool)
+	for _, e := range []costguard.Entry{
+		{Kind: "embedding", Channel: "mcp", Tool: "search_site", Model: "m", Tokens: 10, CostUSD: 0.001, Outcome: "ok"},
+		{Kind: "embedding", Channel: "mcp", Tool: "search_site", Model: "m", Tokens: 5, CostUSD: 0.0005, Outcome: "ok"},
+		{Kind: "embedding", Channel: "mcp", Tool: "search_site", Model: "m", CacheHit: true, Outcome: "ok"},
+		{Kind: "embedding", Channel: "mcp", Tool: "search_site", Model: "m", Outcome: "error"},
+		{Kind: "embedding", Tool: "ingest", Model: "m", Tokens: 100, Outcome: "ok"},
+	} {
+		if err := l.Record(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := l.Report(ctx, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("rows %+v", rows)
+	}
+	var mcp costguard.ReportRow
+	for _, r := range rows {
+		if r.Channel == "mcp" {
+			mcp = r
+		} else if r.Channel != "internal" || r.Tokens != 100 {
+			t.Fatalf("row %+v", r)
+		}
+	}
+	if mcp.Calls != 3 || mcp.CacheHits != 1 || mcp.Errors != 1 || mcp.Tokens != 15 || mcp.CostUSD < 0.00149 || mcp.CostUSD > 0.00151 {
+		t.Fatalf("mcp row %+v", mcp)
+	}
+}
+
+func TestCacheKeyIgnoresCaseSpacingAndPunctuation(t *testing.T) {
+	a := costguard.CacheKey("m", "  How do I book a call?  ")
+	for _, q := range []string{"how do i book a call", "HOW  DO I\tBOOK A CALL!", "How do I book a call?"} {
+		if costguard.CacheKey("m", q) != a {
+			t.Fatalf("%q keys differently", q)
+		}
+	}
+	if costguard.CacheKey("other-model", "how do i book a call") == a || costguard.CacheKey("m", "how do i book a meeting") == a {
+		t.Fatal("different model or query, same key")
+	}
+}
