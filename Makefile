@@ -17,19 +17,22 @@ build:
 
 ## demo: run the service with the demo content on http://127.0.0.1:8080
 demo: build
-	@url=$$($(PG) createdb sitetools_demo) && \
+	@deploy/dev/browser.sh npm && \
+	  url=$$($(PG) createdb sitetools_demo) && \
 	  DATABASE_URL=$$url bin/sitetools migrate && \
 	  DATABASE_URL=$$url bin/sitetools ingest --dir deploy/demo/site --base-url http://$(DEMO_LISTEN) && \
 	  echo "sitetools demo on http://$(DEMO_LISTEN) (admin http://$(DEMO_ADMIN_LISTEN), token $(DEMO_ADMIN_TOKEN)); Ctrl-C stops" && \
 	  DATABASE_URL=$$url LISTEN_ADDR=$(DEMO_LISTEN) ADMIN_LISTEN_ADDR=$(DEMO_ADMIN_LISTEN) \
 	  ADMIN_TOKEN=$(DEMO_ADMIN_TOKEN) SITE_URL=http://$(DEMO_LISTEN) AVAILABILITY_CONFIG=deploy/availability.example.yaml \
-	  exec bin/sitetools serve
+	  SITE_PAGES_DIR=deploy/demo/site exec bin/sitetools serve
 
 ## test: provision PostgreSQL with pgvector (or use TEST_DATABASE_URL) and run every test
-test:
+test: build
 	@url=$$($(PG) start) && \
 	  $(GO) vet ./... && \
-	  TEST_DATABASE_URL=$$url $(GO) test -race -count=1 -timeout 15m ./...
+	  TEST_DATABASE_URL=$$url $(GO) test -race -count=1 -timeout 15m ./... && \
+	  deploy/dev/browser.sh && cd server/web && node --test test/*.test.js && \
+	  TEST_DATABASE_URL=$$url SITETOOLS_BIN=$(CURDIR)/bin/sitetools node --test --test-timeout=300000 e2e/webmcp.e2e.test.js
 
 ## fuzz: run the request-body fuzzer (FUZZTIME, default 60s)
 FUZZTIME ?= 60s

@@ -14,33 +14,113 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/sitetools/sitetools/internal/postgres"
 )
 
-// The HNSW recall measurement: random unit vectors in a table of their own database,
-// indexed as the service indexes chunks.embedding, queried with the ordering of
-// search_site's vector half, against exact search by the same query on a sequential scan.
+// The HNSW recall measurement: vectors in tables of their own database, indexed as the
+// service indexes chunks.embedding, queried with the ordering of search_site's vector
+// half, against exact search by the same query on a sequential scan. Two datasets: a
+// Gaussian mixture, structured like embeddings, on which the goal is judged, and
+// uniformly random directions, the worst case, shown for information.
 const (
 	hnswName     = "HNSW recall@10"
 	hnswDatabase = "sitetools_bench_hnsw"
-	hnswTable    = "bench_vectors"
-	hnswIndex    = "bench_vectors_embedding_hnsw_384"
 	hnswDims     = 384
 	hnswK        = 10
 	recallGoal   = 0.95
-	// hnswGenerator names how the vectors follow from the seed; change it with the code.
-	hnswGenerator = "pcg(seed, 0) normal, normalised, float32"
 	// hnswBuildMemory lets the graph be built in memory: a session setting that changes
 	// how fast the index is built, not the index.
 	hnswBuildMemory = "1GB"
+	// The mixture: mixCentres random unit centres; each vector is a centre plus isotropic
+	// normal noise of mixSigma per coordinate, normalised. mixSigma = 1/√384 makes the
+	// noise as long as the centre (‖noise‖ ≈ 1).
+	mixCentres = 1000
 )
 
-// hnswQuery is the kNN query on both sides: search_site's ordering expression, so that
-// the planner can use the expression index exactly as it does for the service.
-var hnswQuery = fmt.Sprintf(`SELECT id FROM %s ORDER BY embedding::vector(%[2]d) <=> $1::vector(%[2]d) LIMIT %[3]d`,
-	hnswTable, hnswDims, hnswK)
+var mixSigma = 1 / math.Sqrt(hnswDims)
+
+// hnswDataset is one table of vectors and how its rows and queries follow from the seed.
+type hnswDataset struct {
+	key   string // "mixture", "uniform"
+	table string
+	index string
+	// generator names how the vectors follow from the seed; change it with the code.
+	generator string
+	gated     bool // the goal is judged on it
+	// rows and queries return a generator of vectors for the seed: each call fills buf
+	// with the next vector and returns it.
+	rows, queries func(seed uint64) func(buf []float32) []float32
+	about         string // what the vectors are, for the report
+}
+
+func hnswDatasets() []hnswDataset {
+	return []hnswDataset{
+		{
+			key:   "mixture",
+			table: "bench_vectors_mixture",
+			index: "bench_vectors_mixture_embedding_hnsw_384",
+			generator: fmt.Sprintf("mixture v1: %d centres unit pcg(seed, 2); row pcg(seed, 3), query pcg(seed, 4): "+
+				"centre IntN(%[1]d) + %.6f·normal per coordinate, normalised, float32", mixCentres, mixSigma),
+			gated:   true,
+			rows:    func(seed uint64) func([]float32) []float32 { return mixture(seed, 3) },
+			queries: func(seed uint64) func([]float32) []float32 { return mixture(seed, 4) },
+			about: fmt.Sprintf("a Gaussian mixture like embeddings of a site's text: %d centres drawn uniformly from the unit sphere "+
+				"(pcg(seed, 2)); each vector picks a centre uniformly (IntN) and adds isotropic normal noise of σ = 1/√%d = %.4f "+
+				"per coordinate (‖noise‖ ≈ 1 = ‖centre‖), then is normalised to unit length and stored as float32; rows from "+
+				"pcg(seed, 3), queries drawn from the same mixture on pcg(seed, 4), so no query is a row of the table",
+				mixCentres, hnswDims, mixSigma),
+		},
+		{
+			key:       "uniform",
+			table:     "bench_vectors",
+			index:     "bench_vectors_embedding_hnsw_384",
+			generator: "pcg(seed, 0) normal, normalised, float32",
+			rows:      func(seed uint64) func([]float32) []float32 { return uniform(seed, 0) },
+			queries:   func(seed uint64) func([]float32) []float32 { return uniform(seed, 1) },
+			about: "uniformly random directions: standard normal coordinates, normalised, float32; rows from pcg(seed, 0), " +
+				"queries alike from pcg(seed, 1)",
+		},
+	}
+}
+
+// query is the kNN query on both sides: search_site's ordering expression, so that the
+// planner can use the expression index exactly as it does for the service.
+func (d hnswDataset) query() string {
+	return fmt.Sprintf(`SELECT id FROM %s ORDER BY embedding::vector(%[2]d) <=> $1::vector(%[2]d) LIMIT %[3]d`, d.table, hnswDims, hnswK)
+}
+
+func uniform(seed, stream uint64) func([]float32) []float32 {
+	rng := rand.New(rand.NewPCG(seed, stream))
+	return func(buf []float32) []float32 { return randomUnit(rng, buf) }
+}
+
+// mixture draws from the Gaussian mixture of hnswDatasets: the centres come from
+// pcg(seed, 2) whatever the stream, the picks and the noise from pcg(seed, stream).
+func mixture(seed, stream uint64) func([]float32) []float32 {
+	crng := rand.New(rand.NewPCG(seed, 2))
+	centres := make([][]float32, mixCentres)
+	for i := range centres {
+		centres[i] = randomUnit(crng, make([]float32, hnswDims))
+	}
+	rng := rand.New(rand.NewPCG(seed, stream))
+	x := make([]float64, hnswDims)
+	return func(buf []float32) []float32 {
+		c := centres[rng.IntN(mixCentres)]
+		var sum float64
+		for i := range x {
+			x[i] = float64(c[i]) + mixSigma*rng.NormFloat64()
+			sum += x[i] * x[i]
+		}
+		inv := 1 / math.Sqrt(sum)
+		for i := range buf {
+			buf[i] = float32(x[i] * inv)
+		}
+		return buf
+	}
+}
 
 type hnswSettings struct {
 	rows, queries int
@@ -57,6 +137,7 @@ type hnswLevel struct {
 }
 
 type hnswResult struct {
+	d         hnswDataset
 	s         hnswSettings
 	serviceEF int // hnsw.ef_search on a connection opened as the service opens its own
 	built     bool
@@ -69,6 +150,9 @@ type hnswResult struct {
 	exactP99  time.Duration
 	plans     [2]string // the plan's top node: index side, exact side
 	levels    []hnswLevel
+	// Mean cosine similarity of a query to its exact 1st and 10th neighbour, and to
+	// rows picked without regard to the query: how much nearer a neighbour is.
+	simFirst, simTenth, simAny float64
 }
 
 func (h *hnswResult) service() hnswLevel {
@@ -80,10 +164,12 @@ func (h *hnswResult) service() hnswLevel {
 	return hnswLevel{}
 }
 
-// pass is whether the index reaches the goal as the service queries it.
-func (h *hnswResult) pass() bool { return h.service().recall >= recallGoal }
+// pass is whether the index reaches the goal as the service queries it; a dataset
+// without a goal passes.
+func (h *hnswResult) pass() bool { return !h.d.gated || h.service().recall >= recallGoal }
 
-func measureHNSW(ctx context.Context, adminURL string, s hnswSettings, progress io.Writer) (*hnswResult, error) {
+// measureHNSW measures every dataset, the gated one first.
+func measureHNSW(ctx context.Context, adminURL string, s hnswSettings, progress io.Writer) ([]*hnswResult, error) {
 	dbURL, err := createDatabase(ctx, adminURL, hnswDatabase)
 	if err != nil {
 		return nil, err
@@ -97,25 +183,38 @@ func measureHNSW(ctx context.Context, adminURL string, s hnswSettings, progress 
 	if err != nil {
 		return nil, err
 	}
-	// Opened as the service opens its pool: pgvector's types are registered on connect.
+	// Opened as the service opens its pool: pgvector's types are registered, and
+	// hnsw.ef_search set, on connect.
 	db, err := postgres.Open(ctx, dbURL, 4)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
+	var out []*hnswResult
+	for _, d := range hnswDatasets() {
+		res, err := measureDataset(ctx, db, dbURL, d, s, progress)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d.key, err)
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
 
-	res := &hnswResult{s: s}
-	if err := ensureVectors(ctx, db, dbURL, s, res, progress); err != nil {
+func measureDataset(ctx context.Context, db *postgres.DB, dbURL string, d hnswDataset, s hnswSettings, progress io.Writer) (*hnswResult, error) {
+	res := &hnswResult{d: d, s: s}
+	if err := ensureVectors(ctx, db, dbURL, d, s, res, progress); err != nil {
 		return nil, err
 	}
-	if res.serviceEF, err = defaultEFSearch(ctx, db); err != nil {
+	var err error
+	if res.serviceEF, err = serviceEFSearch(ctx, db); err != nil {
 		return nil, err
 	}
 
 	queries := make([]pgvector.Vector, s.queries)
-	rng := rand.New(rand.NewPCG(s.seed, 1)) // another stream than the table's
+	next := d.queries(s.seed)
 	for i := range queries {
-		queries[i] = pgvector.NewVector(randomUnit(rng, make([]float32, hnswDims)))
+		queries[i] = pgvector.NewVector(next(make([]float32, hnswDims)))
 	}
 
 	c, err := db.Pool.Acquire(ctx)
@@ -123,11 +222,11 @@ func measureHNSW(ctx context.Context, adminURL string, s hnswSettings, progress 
 		return nil, err
 	}
 	defer c.Release()
-	if res.plans, err = checkPlans(ctx, c.Conn(), queries[0]); err != nil {
+	if res.plans, err = checkPlans(ctx, c.Conn(), d, queries[0]); err != nil {
 		return nil, err
 	}
 
-	fmt.Fprintf(progress, "%s: exact top %d of %d queries (sequential scan)\n", hnswName, hnswK, len(queries))
+	fmt.Fprintf(progress, "%s, %s: exact top %d of %d queries (sequential scan)\n", hnswName, d.key, hnswK, len(queries))
 	exact := make([][]int64, len(queries))
 	lat := make([]time.Duration, len(queries))
 	for i, q := range queries {
@@ -137,7 +236,7 @@ func measureHNSW(ctx context.Context, adminURL string, s hnswSettings, progress 
 				return err
 			}
 			var err error
-			exact[i], err = topIDs(ctx, tx, q)
+			exact[i], err = topIDs(ctx, tx, d, q)
 			return err
 		})
 		lat[i] = time.Since(begin)
@@ -147,23 +246,23 @@ func measureHNSW(ctx context.Context, adminURL string, s hnswSettings, progress 
 	}
 	slices.Sort(lat)
 	res.exactP50, res.exactP99 = percentile(lat, 50), percentile(lat, 99)
+	if err := similarities(ctx, c, d, s, queries, exact, res); err != nil {
+		return nil, err
+	}
 
 	efs := slices.Clone(s.efSearch)
 	efs = append(efs, res.serviceEF)
 	slices.Sort(efs)
 	for _, ef := range slices.Compact(efs) {
-		// At the service's own value nothing is set, as on the service's connections.
-		set := `RESET hnsw.ef_search`
-		if ef != res.serviceEF {
-			set = fmt.Sprintf(`SET hnsw.ef_search = %d`, ef)
-		}
-		if _, err := c.Exec(ctx, set); err != nil {
+		// SET, not RESET, even at the service's value: RESET would undo the SET of
+		// postgres.Open's AfterConnect and fall back to pgvector's default.
+		if _, err := c.Exec(ctx, fmt.Sprintf(`SET hnsw.ef_search = %d`, ef)); err != nil {
 			return nil, err
 		}
 		l := hnswLevel{ef: ef, worst: 1}
 		for i, q := range queries {
 			begin := time.Now()
-			ids, err := topIDs(ctx, c, q)
+			ids, err := topIDs(ctx, c, d, q)
 			lat[i] = time.Since(begin)
 			if err != nil {
 				return nil, fmt.Errorf("index search: %w", err)
@@ -175,17 +274,58 @@ func measureHNSW(ctx context.Context, adminURL string, s hnswSettings, progress 
 		slices.Sort(lat)
 		l.p50, l.p99 = percentile(lat, 50), percentile(lat, 99)
 		res.levels = append(res.levels, l)
-		fmt.Fprintf(progress, "%s: ef_search %d: recall %.3f, p50 %s\n", hnswName, ef, l.recall, duration(l.p50))
+		fmt.Fprintf(progress, "%s, %s: ef_search %d: recall %.3f, p50 %s\n", hnswName, d.key, ef, l.recall, duration(l.p50))
 	}
-	if _, err := c.Exec(ctx, `RESET hnsw.ef_search`); err != nil {
+	// Back to the service's value before the connection returns to the pool.
+	if _, err := c.Exec(ctx, fmt.Sprintf(`SET hnsw.ef_search = %d`, res.serviceEF)); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-// ensureVectors reuses the table when its meta row says it holds the rows this seed
-// and size make and the index is valid; otherwise it loads and indexes them anew.
-func ensureVectors(ctx context.Context, db *postgres.DB, dbURL string, s hnswSettings, res *hnswResult, progress io.Writer) error {
+// similarities reads the cosine similarity of each query to its exact 1st and 10th
+// neighbour and to hnswK rows picked by id regardless of the query, and stores the means.
+func similarities(ctx context.Context, c *pgxpool.Conn, d hnswDataset, s hnswSettings, queries []pgvector.Vector, exact [][]int64, res *hnswResult) error {
+	sql := fmt.Sprintf(`SELECT id, (1 - (embedding::vector(%d) <=> $1::vector(%[1]d)))::float8 FROM %s WHERE id = ANY($2)`, hnswDims, d.table)
+	n := 0
+	for i, q := range queries {
+		if len(exact[i]) < hnswK {
+			continue
+		}
+		ids := slices.Clone(exact[i])
+		others := make([]int64, hnswK)
+		for j := range others {
+			others[j] = int64((i*7919+j*104729)%s.rows) + 1
+		}
+		ids = append(ids, others...)
+		rows, err := c.Query(ctx, sql, q, ids)
+		if err != nil {
+			return err
+		}
+		sim := map[int64]float64{}
+		var id int64
+		var v float64
+		_, err = pgx.ForEachRow(rows, []any{&id, &v}, func() error { sim[id] = v; return nil })
+		if err != nil {
+			return err
+		}
+		res.simFirst += sim[exact[i][0]]
+		res.simTenth += sim[exact[i][hnswK-1]]
+		for _, j := range others {
+			res.simAny += sim[j] / hnswK
+		}
+		n++
+	}
+	if n > 0 {
+		res.simFirst, res.simTenth, res.simAny = res.simFirst/float64(n), res.simTenth/float64(n), res.simAny/float64(n)
+	}
+	return nil
+}
+
+// ensureVectors reuses the dataset's table when its meta row says it holds the rows this
+// generator, seed and size make and the index is valid; otherwise it loads and indexes
+// them anew.
+func ensureVectors(ctx context.Context, db *postgres.DB, dbURL string, d hnswDataset, s hnswSettings, res *hnswResult, progress io.Writer) error {
 	pool := db.Pool
 	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS bench_meta (
 		name text PRIMARY KEY, seed text NOT NULL, rows integer NOT NULL, dims integer NOT NULL, generator text NOT NULL,
@@ -197,21 +337,21 @@ func ensureVectors(ctx context.Context, db *postgres.DB, dbURL string, s hnswSet
 	err := pool.QueryRow(ctx, `SELECT m.load_ms, m.build_ms, m.workers, m.built_at FROM bench_meta m
 		WHERE m.name = $1 AND m.seed = $2 AND m.rows = $3 AND m.dims = $4 AND m.generator = $5
 		  AND EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = $6 AND i.indisvalid)`,
-		hnswTable, seed, s.rows, hnswDims, hnswGenerator, hnswIndex).Scan(&loadMS, &buildMS, &res.workers, &res.builtAt)
+		d.table, seed, s.rows, hnswDims, d.generator, d.index).Scan(&loadMS, &buildMS, &res.workers, &res.builtAt)
 	if err == nil {
 		// The meta row could outlive a table changed by hand: count, and compare the first row.
 		var n int
 		var first pgvector.Vector
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+hnswTable).Scan(&n); err != nil {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+d.table).Scan(&n); err != nil {
 			return err
 		}
-		if err := pool.QueryRow(ctx, `SELECT embedding FROM `+hnswTable+` WHERE id = 1`).Scan(&first); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		if err := pool.QueryRow(ctx, `SELECT embedding FROM `+d.table+` WHERE id = 1`).Scan(&first); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		want := randomUnit(rand.New(rand.NewPCG(s.seed, 0)), make([]float32, hnswDims))
+		want := d.rows(s.seed)(make([]float32, hnswDims))
 		if n == s.rows && slices.Equal(first.Slice(), want) {
 			res.loadTime, res.buildTime = time.Duration(loadMS)*time.Millisecond, time.Duration(buildMS)*time.Millisecond
-			fmt.Fprintf(progress, "%s: reusing %s (%d rows, seed %s, built %s)\n", hnswName, hnswTable, n, seed, res.builtAt.UTC().Format(time.DateTime))
+			fmt.Fprintf(progress, "%s, %s: reusing %s (%d rows, seed %s, built %s)\n", hnswName, d.key, d.table, n, seed, res.builtAt.UTC().Format(time.DateTime))
 			return nil
 		}
 	} else if !errors.Is(err, pgx.ErrNoRows) {
@@ -219,27 +359,27 @@ func ensureVectors(ctx context.Context, db *postgres.DB, dbURL string, s hnswSet
 	}
 
 	res.built = true
-	fmt.Fprintf(progress, "%s: loading %d random %d-d vectors (seed %s)\n", hnswName, s.rows, hnswDims, seed)
+	fmt.Fprintf(progress, "%s, %s: loading %d %d-d vectors (seed %s)\n", hnswName, d.key, s.rows, hnswDims, seed)
 	for _, stmt := range []string{
-		`DELETE FROM bench_meta WHERE name = '` + hnswTable + `'`,
-		`DROP TABLE IF EXISTS ` + hnswTable,
+		`DELETE FROM bench_meta WHERE name = '` + d.table + `'`,
+		`DROP TABLE IF EXISTS ` + d.table,
 		// Untyped, as chunks.embedding: the dimension is in the index's cast.
-		`CREATE TABLE ` + hnswTable + ` (id integer PRIMARY KEY, embedding vector NOT NULL)`,
+		`CREATE TABLE ` + d.table + ` (id integer PRIMARY KEY, embedding vector NOT NULL)`,
 	} {
 		if _, err := pool.Exec(ctx, stmt); err != nil {
 			return err
 		}
 	}
 	begin := time.Now()
-	rng := rand.New(rand.NewPCG(s.seed, 0))
+	next := d.rows(s.seed)
 	buf := make([]float32, hnswDims)
 	i := 0
-	n, err := pool.CopyFrom(ctx, pgx.Identifier{hnswTable}, []string{"id", "embedding"}, pgx.CopyFromFunc(func() ([]any, error) {
+	n, err := pool.CopyFrom(ctx, pgx.Identifier{d.table}, []string{"id", "embedding"}, pgx.CopyFromFunc(func() ([]any, error) {
 		if i == s.rows {
 			return nil, nil
 		}
 		i++
-		return []any{i, pgvector.NewVector(randomUnit(rng, buf))}, nil
+		return []any{i, pgvector.NewVector(next(buf))}, nil
 	}))
 	if err != nil {
 		return fmt.Errorf("COPY: %w", err)
@@ -267,27 +407,27 @@ func ensureVectors(ctx context.Context, db *postgres.DB, dbURL string, s hnswSet
 	if err := conn.QueryRow(ctx, `SHOW max_parallel_maintenance_workers`).Scan(&res.workers); err != nil {
 		return err
 	}
-	fmt.Fprintf(progress, "%s: building %s (loaded in %s)\n", hnswName, hnswIndex, res.loadTime.Round(time.Millisecond))
+	fmt.Fprintf(progress, "%s, %s: building %s (loaded in %s)\n", hnswName, d.key, d.index, res.loadTime.Round(time.Millisecond))
 	begin = time.Now()
 	// The statement sitesearch's Store.prepare runs for chunks, on this table.
 	if _, err := conn.Exec(ctx, fmt.Sprintf(`CREATE INDEX %s ON %s USING hnsw ((embedding::vector(%d)) vector_cosine_ops)`,
-		hnswIndex, hnswTable, hnswDims)); err != nil {
+		d.index, d.table, hnswDims)); err != nil {
 		return fmt.Errorf("CREATE INDEX: %w", err)
 	}
 	res.buildTime = time.Since(begin)
-	if _, err := conn.Exec(ctx, `ANALYZE `+hnswTable); err != nil {
+	if _, err := conn.Exec(ctx, `ANALYZE `+d.table); err != nil {
 		return err
 	}
 	res.builtAt = time.Now()
 	_, err = pool.Exec(ctx, `INSERT INTO bench_meta (name, seed, rows, dims, generator, load_ms, build_ms, workers, built_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, hnswTable, seed, s.rows, hnswDims, hnswGenerator,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, d.table, seed, s.rows, hnswDims, d.generator,
 		res.loadTime.Milliseconds(), res.buildTime.Milliseconds(), res.workers, res.builtAt)
 	return err
 }
 
-// defaultEFSearch is hnsw.ef_search on a fresh pool connection, where the service sets
-// nothing: pgvector's default unless the server's configuration changes it.
-func defaultEFSearch(ctx context.Context, db *postgres.DB) (int, error) {
+// serviceEFSearch is hnsw.ef_search on a fresh pool connection opened as the service
+// opens its own: postgres.Open's AfterConnect sets it on every connection.
+func serviceEFSearch(ctx context.Context, db *postgres.DB) (int, error) {
 	c, err := db.Pool.Acquire(ctx)
 	if err != nil {
 		return 0, err
@@ -303,10 +443,10 @@ func defaultEFSearch(ctx context.Context, db *postgres.DB) (int, error) {
 
 // checkPlans makes sure the index side uses the HNSW index and the exact side does not,
 // and returns the top node of each plan.
-func checkPlans(ctx context.Context, conn *pgx.Conn, q pgvector.Vector) ([2]string, error) {
+func checkPlans(ctx context.Context, conn *pgx.Conn, d hnswDataset, q pgvector.Vector) ([2]string, error) {
 	var out [2]string
 	plan := func(tx pgx.Tx) (string, error) {
-		rows, err := tx.Query(ctx, `EXPLAIN `+hnswQuery, q)
+		rows, err := tx.Query(ctx, `EXPLAIN `+d.query(), q)
 		if err != nil {
 			return "", err
 		}
@@ -318,8 +458,8 @@ func checkPlans(ctx context.Context, conn *pgx.Conn, q pgvector.Vector) ([2]stri
 		if err != nil {
 			return err
 		}
-		if !strings.Contains(p, "Index Scan using "+hnswIndex) {
-			return fmt.Errorf("the kNN query does not use %s:\n%s", hnswIndex, p)
+		if !strings.Contains(p, "Index Scan using "+d.index) {
+			return fmt.Errorf("the kNN query does not use %s:\n%s", d.index, p)
 		}
 		out[0] = planNode(p, "Index Scan")
 		if _, err := tx.Exec(ctx, `SET LOCAL enable_indexscan = off`); err != nil {
@@ -328,8 +468,8 @@ func checkPlans(ctx context.Context, conn *pgx.Conn, q pgvector.Vector) ([2]stri
 		if p, err = plan(tx); err != nil {
 			return err
 		}
-		if strings.Contains(p, hnswIndex) {
-			return fmt.Errorf("the exact query still uses %s:\n%s", hnswIndex, p)
+		if strings.Contains(p, d.index) {
+			return fmt.Errorf("the exact query still uses %s:\n%s", d.index, p)
 		}
 		out[1] = planNode(p, "Seq Scan")
 		return nil
@@ -353,8 +493,8 @@ func planNode(plan, node string) string {
 
 func topIDs(ctx context.Context, q interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
-}, v pgvector.Vector) ([]int64, error) {
-	rows, err := q.Query(ctx, hnswQuery, v)
+}, d hnswDataset, v pgvector.Vector) ([]int64, error) {
+	rows, err := q.Query(ctx, d.query(), v)
 	if err != nil {
 		return nil, err
 	}
@@ -389,8 +529,13 @@ func randomUnit(r *rand.Rand, v []float32) []float32 {
 }
 
 func (h *hnswResult) text(b *strings.Builder) {
-	fmt.Fprintf(b, "%s: %s random unit vectors of %d dimensions, %d queries, goal ≥ %.2f at the service's ef_search (%d)\n\n",
-		hnswName, thousands(h.s.rows), hnswDims, h.s.queries, recallGoal, h.serviceEF)
+	if h.d.gated {
+		fmt.Fprintf(b, "%s, %s (gated): %s vectors of %d dimensions, %d queries, goal ≥ %.2f at the service's ef_search (%d)\n\n",
+			hnswName, h.d.key, thousands(h.s.rows), hnswDims, h.s.queries, recallGoal, h.serviceEF)
+	} else {
+		fmt.Fprintf(b, "%s, %s (informational, no goal): %s vectors of %d dimensions, %d queries; the service's ef_search is %d\n\n",
+			hnswName, h.d.key, thousands(h.s.rows), hnswDims, h.s.queries, h.serviceEF)
+	}
 	rows := [][]string{{"ef_search", "recall@10", "worst query", "goal", "result", "index p50 / p99", "exact p50 / p99"}}
 	reach := 0
 	for _, l := range h.levels {
@@ -398,17 +543,22 @@ func (h *hnswResult) text(b *strings.Builder) {
 		if l.ef == h.serviceEF {
 			ef += " (service)"
 		}
-		verdict := verdictOf(l.recall >= recallGoal)
+		goal, verdict := fmt.Sprintf("≥ %.2f", recallGoal), verdictOf(l.recall >= recallGoal)
+		if !h.d.gated {
+			goal, verdict = "–", "info"
+		}
 		if l.recall >= recallGoal && reach == 0 {
 			reach = l.ef
 		}
-		rows = append(rows, []string{ef, fmt.Sprintf("%.3f", l.recall), fmt.Sprintf("%.1f", l.worst), fmt.Sprintf("≥ %.2f", recallGoal), verdict,
+		rows = append(rows, []string{ef, fmt.Sprintf("%.3f", l.recall), fmt.Sprintf("%.1f", l.worst), goal, verdict,
 			duration(l.p50) + " / " + duration(l.p99), duration(h.exactP50) + " / " + duration(h.exactP99)})
 	}
 	table(b, rows)
 	b.WriteString("\n")
-	fmt.Fprintf(b, "- data: %s.%s, %s vectors with standard normal coordinates, normalised (seed %d, %s); queries drawn alike from another stream\n",
-		hnswDatabase, hnswTable, thousands(h.s.rows), h.s.seed, hnswGenerator)
+	fmt.Fprintf(b, "- data: %s.%s, %s vectors: %s (seed %d; generator recorded as %q)\n",
+		hnswDatabase, h.d.table, thousands(h.s.rows), h.d.about, h.s.seed, h.d.generator)
+	fmt.Fprintf(b, "- structure: mean cosine similarity of a query to its exact 1st neighbour %.3f, to its 10th %.3f, "+
+		"to rows picked regardless of the query %.3f\n", h.simFirst, h.simTenth, h.simAny)
 	fmt.Fprintf(b, "- index as the service's on chunks.embedding: an untyped `vector` column and the expression index "+
 		"`USING hnsw ((embedding::vector(%d)) vector_cosine_ops)`, pgvector's defaults m 16, ef_construction 64\n", hnswDims)
 	when := "built in this run"
@@ -421,16 +571,19 @@ func (h *hnswResult) text(b *strings.Builder) {
 		fmt.Fprintf(b, "  - notice: %s\n", n)
 	}
 	fmt.Fprintf(b, "- both sides run `%s`, the ordering of search_site's vector half: the index side at hnsw.ef_search N (%s), "+
-		"the exact side in a transaction with SET LOCAL enable_indexscan = off (%s)\n", hnswQuery, h.plans[0], h.plans[1])
-	fmt.Fprintf(b, "- the service sets no hnsw.ef_search (postgres.Open's AfterConnect only registers types): it runs at %d, "+
+		"the exact side in a transaction with SET LOCAL enable_indexscan = off (%s)\n", h.d.query(), h.plans[0], h.plans[1])
+	fmt.Fprintf(b, "- the service runs at hnsw.ef_search %d, set by postgres.Open's AfterConnect on every connection and "+
 		"read back from a connection opened the same way; ", h.serviceEF)
 	if reach > 0 {
 		fmt.Fprintf(b, "the smallest ef_search measured that reaches %.2f is %d\n", recallGoal, reach)
 	} else {
 		fmt.Fprintf(b, "no ef_search measured reaches %.2f\n", recallGoal)
 	}
-	b.WriteString("- uniformly random directions are a hard case for an approximate index: no clusters, and the nearest " +
-		"neighbours are barely nearer than any other point; embeddings of real text are more structured, which this does not measure\n")
+	if !h.d.gated {
+		b.WriteString("- uniformly random directions are the worst case for an approximate index: no clusters, and the nearest " +
+			"neighbours are barely nearer than any other point (see the similarities above); embeddings of real text are " +
+			"structured, which the gated mixture models\n")
+	}
 }
 
 func thousands(n int) string {

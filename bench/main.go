@@ -277,9 +277,11 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			errs = append(errs, fmt.Errorf("%s: ratio %.2f misses the goal %s", r.sc.name, r.ratio(), r.goalText()))
 		}
 	}
-	if h := rep.hnsw; s.strict && h != nil && !h.pass() {
-		errs = append(errs, fmt.Errorf("%s: recall@10 %.3f at the service's ef_search %d misses the goal %.2f",
-			hnswName, h.service().recall, h.serviceEF, recallGoal))
+	for _, h := range rep.hnsw {
+		if s.strict && !h.pass() {
+			errs = append(errs, fmt.Errorf("%s, %s: recall@10 %.3f at the service's ef_search %d misses the goal %.2f",
+				hnswName, h.d.key, h.service().recall, h.serviceEF, recallGoal))
+		}
 	}
 	return errors.Join(errs...)
 }

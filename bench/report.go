@@ -118,7 +118,7 @@ type report struct {
 	s       settings
 	catalog int // bytes of the catalog JSON
 	results []result
-	hnsw    *hnswResult // nil: not run
+	hnsw    []*hnswResult // none: not run
 	took    time.Duration
 }
 
@@ -139,11 +139,11 @@ func (rep report) text() string {
 	if len(rep.results) > 0 {
 		rep.scenarioText(&b)
 	}
-	if rep.hnsw != nil {
-		if len(rep.results) > 0 {
+	for i, h := range rep.hnsw {
+		if i > 0 || len(rep.results) > 0 {
 			b.WriteString("\n")
 		}
-		rep.hnsw.text(&b)
+		h.text(&b)
 	}
 	return b.String()
 }

@@ -26,11 +26,16 @@ type Config struct {
 
 	Embeddings Embeddings
 	Search     Search
+	Chat       Chat
 
 	AvailabilityConfig  string   // path of the schedule YAML; empty: no get_free_slots
 	AvailabilityICSURLs []string // busy-time calendar feeds
 
 	MCPAllowedHosts []string // Host headers /mcp accepts on a loopback address beside localhost and SITE_URL's host
+
+	SitePagesDir     string // Markdown pages served as the site; empty: no pages
+	WebMCPWidgetPath string // the relay's widget script from npm; empty: DefaultWebMCPWidgetPath
+	WebMCPRelayPort  int    // the visitor's relay port the pages' CSP lets the bridge reach
 
 	// Version is the build's version, set by the command, not the environment.
 	Version string
@@ -54,11 +59,33 @@ type Embeddings struct {
 	Timeout          time.Duration
 }
 
+// Chat configures the site chat (POST /api/chat) and its model.
+type Chat struct {
+	LLMBaseURL       string // empty: no model, retrieval-only answers
+	LLMAPIKey        string
+	LLMModel         string
+	ToolMode         string // "native" | "json"
+	DailyTokenBudget int64  // 0: unlimited
+	PricePerMTok     float64
+	Timeout          time.Duration // one provider call
+	PersonaFile      string
+	MaxToolRounds    int
+	MaxMessages      int
+	MaxChars         int // the whole transcript; one message gets at most MaxMessageChars of it
+}
+
+// MaxMessageChars is the most characters of one message of a chat transcript.
+func (c Chat) MaxMessageChars() int { return min(c.MaxChars, 8000) }
+
 // Search configures search_site.
 type Search struct {
 	MaxQueryChars  int
 	MaxQueryTokens int
 }
+
+// DefaultWebMCPWidgetPath is where deploy/dev/browser.sh installs the relay's widget,
+// relative to the repository's root.
+const DefaultWebMCPWidgetPath = "server/web/node_modules/@jason.today/webmcp/src/webmcp.js"
 
 // LoadConfig reads the configuration through getenv (os.Getenv in production) and
 // reports every problem at once, one line each.
@@ -87,9 +114,25 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			MaxQueryChars:  l.integer("SEARCH_MAX_QUERY_CHARS", 300, 10, 10000),
 			MaxQueryTokens: l.integer("SEARCH_MAX_QUERY_TOKENS", 96, 4, 8192),
 		},
+		Chat: Chat{
+			LLMBaseURL:       l.str("LLM_BASE_URL", ""),
+			LLMAPIKey:        l.str("LLM_API_KEY", ""),
+			LLMModel:         l.str("LLM_MODEL", ""),
+			ToolMode:         l.str("LLM_TOOL_MODE", "native"),
+			DailyTokenBudget: int64(l.integer("LLM_DAILY_TOKEN_BUDGET", 0, 0, 1<<40)),
+			PricePerMTok:     l.float("LLM_PRICE_PER_MTOK", 0),
+			Timeout:          l.duration("LLM_TIMEOUT", 60*time.Second),
+			PersonaFile:      l.str("CHAT_PERSONA_FILE", ""),
+			MaxToolRounds:    l.integer("CHAT_MAX_TOOL_ROUNDS", 4, 1, 16),
+			MaxMessages:      l.integer("CHAT_MAX_MESSAGES", 40, 1, 500),
+			MaxChars:         l.integer("CHAT_MAX_CHARS", 20000, 100, 1_000_000),
+		},
 		AvailabilityConfig:  l.str("AVAILABILITY_CONFIG", ""),
 		AvailabilityICSURLs: l.urls("AVAILABILITY_ICS_URLS"),
 		MCPAllowedHosts:     l.hosts("MCP_ALLOWED_HOSTS"),
+		SitePagesDir:        l.str("SITE_PAGES_DIR", ""),
+		WebMCPWidgetPath:    l.str("WEBMCP_WIDGET_PATH", ""),
+		WebMCPRelayPort:     l.integer("WEBMCP_RELAY_PORT", 4797, 1, 65535),
 		RateLimitPerMinute:  l.integer("RATE_LIMIT_PER_MINUTE", 60, 0, 1_000_000),
 		BodyLimitBytes:      int64(l.integer("BODY_LIMIT_BYTES", 64<<10, 1024, 16<<20)),
 		ToolTimeout:         l.duration("TOOL_TIMEOUT", 10*time.Second),
@@ -139,6 +182,19 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		}
 	default:
 		l.fail("EMBEDDINGS_PROVIDER", "must be local or openai")
+	}
+	if c.Chat.LLMBaseURL != "" {
+		if u, err := url.Parse(c.Chat.LLMBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			l.fail("LLM_BASE_URL", "must be an http(s) URL such as https://api.openai.com/v1 or http://localhost:11434/v1")
+		}
+		if c.Chat.LLMModel == "" {
+			l.fail("LLM_MODEL", "is required with LLM_BASE_URL (e.g. gpt-4o-mini, llama3.1)")
+		}
+	}
+	switch c.Chat.ToolMode {
+	case "native", "json":
+	default:
+		l.fail("LLM_TOOL_MODE", "must be native or json")
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -118,7 +118,9 @@ func mcpTools(t *testing.T, session *mcp.ClientSession) []channelTool {
 // descriptions, schemas and annotations, and a tool added to the registry appears on
 // every channel.
 func TestChannelParity(t *testing.T) {
-	te := newEnv(t, nil)
+	// The chat offers the read-only tools (see chatView), natively or in JSON mode.
+	native, jsonMode := newChatEnv(t, nil, true), newChatEnv(t, map[string]string{"LLM_TOOL_MODE": "json"}, true)
+	te := native.testEnv
 	session := connectMCP(t, te.srv.URL, nil)
 	want := jsonEndpointTools(t, te)
 	if len(want) < 4 {
@@ -127,8 +129,17 @@ func TestChannelParity(t *testing.T) {
 	if diff := cmp.Diff(want, mcpTools(t, session)); diff != "" {
 		t.Fatalf("MCP differs from the JSON endpoint (-json +mcp):\n%s", diff)
 	}
+	for _, ce := range []*chatEnv{native, jsonMode} {
+		chat := chatTools(t, ce)
+		if diff := cmp.Diff(chatView(jsonEndpointTools(t, ce.testEnv)), chat); diff != "" {
+			t.Fatalf("the chat's catalog differs from the JSON endpoint's read-only tools (-json +chat):\n%s", diff)
+		}
+		if len(chat) != len(want)-1 {
+			t.Fatalf("the chat offers %d of %d tools; only counter.add changes state", len(chat), len(want))
+		}
+	}
 
-	err := te.app.Registry().Add(tools.Tool{
+	added := tools.Tool{
 		Name: "added.later", Title: "Added later", Description: "A tool registered after start.",
 		InputSchema:  json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}}}`),
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{"y":{"type":"integer"}}}`),
@@ -136,9 +147,11 @@ func TestChannelParity(t *testing.T) {
 		Handler: func(context.Context, json.RawMessage) (*tools.Result, error) {
 			return tools.StructuredResult(map[string]int{"y": 2})
 		},
-	})
-	if err != nil {
-		t.Fatal(err)
+	}
+	for _, ce := range []*chatEnv{native, jsonMode} {
+		if err := ce.app.Registry().Add(added); err != nil {
+			t.Fatal(err)
+		}
 	}
 	after := jsonEndpointTools(t, te)
 	if len(after) != len(want)+1 {
@@ -146,6 +159,11 @@ func TestChannelParity(t *testing.T) {
 	}
 	if diff := cmp.Diff(after, mcpTools(t, connectMCP(t, te.srv.URL, nil))); diff != "" {
 		t.Fatalf("after adding a tool (-json +mcp):\n%s", diff)
+	}
+	for _, ce := range []*chatEnv{native, jsonMode} {
+		if diff := cmp.Diff(chatView(jsonEndpointTools(t, ce.testEnv)), chatTools(t, ce)); diff != "" {
+			t.Fatalf("after adding a tool (-json +chat):\n%s", diff)
+		}
 	}
 	res, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: "added.later", Arguments: map[string]any{"x": 1}})
 	if err != nil || res.IsError {

@@ -22,10 +22,23 @@ func (a *App) publicRoutes() *echo.Echo {
 	api.GET("/chat/tools", a.listTools)
 	api.HEAD("/chat/tools", a.listTools)
 	api.POST("/chat/tools", a.callTool)
+	api.Any("/chat", methodNotAllowed("POST"))
+	api.POST("/chat", a.chatTurn)
 
 	// Remote MCP (Streamable HTTP, stateless). The SDK answers GET and DELETE with 405.
 	e.Any("/mcp", methodNotAllowed("POST"), a.cors(), a.checkOrigin)
 	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp", a.serveMCP, a.cors(), a.checkOrigin, a.checkMCPHost)
+
+	// The browser side: the flyout's assets, the WebMCP bridge and the relay's widget,
+	// and the pages of SITE_PAGES_DIR, one route each, with a 404 page for the rest.
+	// No cookies anywhere; the pages carry the CSP.
+	getHead := []string{http.MethodGet, http.MethodHead}
+	e.Match(getHead, "/assets/:file", a.asset)
+	e.Match(getHead, "/webmcp/:file", a.asset)
+	for _, p := range a.site.pagePaths() {
+		e.Match(getHead, p, a.page)
+	}
+	e.RouteNotFound("/*", a.notFound)
 	return e
 }
 

@@ -16,6 +16,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sitetools/sitetools/internal/assistant"
+	"github.com/sitetools/sitetools/internal/costguard"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/tools"
 	"github.com/sitetools/sitetools/tools/appointments"
@@ -31,8 +33,10 @@ type App struct {
 	limiter  *RateLimiter
 	usage    func(ctx context.Context, days int) (any, error)
 	bookings *appointments.Bookings
+	chat     *assistant.Assistant
 
 	mcp    *mcpChannel
+	site   *site
 	public *echo.Echo
 	admin  *echo.Echo
 }
@@ -50,6 +54,11 @@ type Options struct {
 	Usage func(ctx context.Context, days int) (any, error)
 	// Bookings are managed on the admin API (nil: no appointments).
 	Bookings *appointments.Bookings
+	// ChatProvider is the site chat's model (nil: every chat turn is answered
+	// retrieval-only, with links). Its budget and ledger come from the configuration.
+	ChatProvider assistant.Provider
+	// ChatPersona is the chat's persona and tone (empty: the built-in one).
+	ChatPersona string
 }
 
 // New builds the service. It does not listen; see Run, or Handler for tests.
@@ -82,7 +91,32 @@ func New(cfg Config, opts Options) (*App, error) {
 			return nil, fmt.Errorf("server.New: %w", err)
 		}
 	}
+	chatOpts := assistant.Options{
+		Registry:        a.registry,
+		ToolMode:        cfg.Chat.ToolMode,
+		Ledger:          costguard.NewLedger(opts.DB.Pool),
+		PricePerMTok:    cfg.Chat.PricePerMTok,
+		Persona:         opts.ChatPersona,
+		MaxToolRounds:   cfg.Chat.MaxToolRounds,
+		ToolTimeout:     cfg.ToolTimeout,
+		ProviderTimeout: cfg.Chat.Timeout,
+		Logger:          logger,
+	}
+	if opts.ChatProvider != nil {
+		chatOpts.Provider = opts.ChatProvider
+		chatOpts.Budget = costguard.NewBudget(opts.DB.Pool, "llm", cfg.Chat.DailyTokenBudget, nil)
+	}
+	chat, err := assistant.New(chatOpts)
+	if err != nil {
+		return nil, fmt.Errorf("server.New: %w", err)
+	}
+	a.chat = chat
 	a.mcp = &mcpChannel{a: a}
+	site, err := newSite(cfg, logger)
+	if err != nil {
+		return nil, fmt.Errorf("server.New: %w", err)
+	}
+	a.site = site
 	a.public = a.publicRoutes()
 	a.admin = a.adminRoutes()
 	return a, nil

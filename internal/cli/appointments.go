@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -19,28 +20,30 @@ import (
 
 // newAvailability returns get_free_slots for the configured schedule, or nil when no
 // schedule is configured.
-func newAvailability(cfg server.Config, db *postgres.DB) (*appointments.Availability, error) {
+func newAvailability(ctx context.Context, cfg server.Config, db *postgres.DB, logger *slog.Logger) (*appointments.Availability, func(), error) {
 	if cfg.AvailabilityConfig == "" {
-		return nil, nil
+		return nil, func() {}, nil
 	}
 	f, err := os.Open(cfg.AvailabilityConfig)
 	if err != nil {
-		return nil, fmt.Errorf("AVAILABILITY_CONFIG: %w", err)
+		return nil, nil, fmt.Errorf("AVAILABILITY_CONFIG: %w", err)
 	}
 	defer f.Close()
 	sched, err := appointments.LoadSchedule(f)
 	if err != nil {
-		return nil, fmt.Errorf("AVAILABILITY_CONFIG %s:\n  %s", cfg.AvailabilityConfig, strings.ReplaceAll(err.Error(), "\n", "\n  "))
+		return nil, nil, fmt.Errorf("AVAILABILITY_CONFIG %s:\n  %s", cfg.AvailabilityConfig, strings.ReplaceAll(err.Error(), "\n", "\n  "))
 	}
 	sources := []appointments.BusySource{appointments.NewBookings(db)}
+	closeFeeds := func() {}
 	if len(cfg.AvailabilityICSURLs) > 0 {
-		feeds, err := newICSFeeds(cfg.AvailabilityICSURLs)
+		feeds, err := newICSFeeds(ctx, cfg.AvailabilityICSURLs, logger)
 		if err != nil {
-			return nil, fmt.Errorf("AVAILABILITY_ICS_URLS: %w", err)
+			return nil, nil, fmt.Errorf("AVAILABILITY_ICS_URLS: %w", err)
 		}
 		sources = append(sources, feeds)
+		closeFeeds = feeds.Close
 	}
-	return &appointments.Availability{Schedule: sched, Sources: sources}, nil
+	return &appointments.Availability{Schedule: sched, Sources: sources}, closeFeeds, nil
 }
 
 func appointmentsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -52,16 +55,19 @@ func appointmentsCmd(ctx context.Context, args []string, stdout, stderr io.Write
 		fmt.Fprintln(stderr, help)
 		return usageError{"appointments needs add, list or cancel"}
 	}
-	cfg, err := configForTool()
-	if err != nil {
-		return err
+	// The command line is checked before the database is opened.
+	withStore := func(fn func(*appointments.Bookings) error) error {
+		cfg, err := configForTool()
+		if err != nil {
+			return err
+		}
+		db, err := postgres.Open(ctx, cfg.DatabaseURL, 2)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		return fn(appointments.NewBookings(db))
 	}
-	db, err := postgres.Open(ctx, cfg.DatabaseURL, 2)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	store := appointments.NewBookings(db)
 
 	fs := flag.NewFlagSet("appointments "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -84,19 +90,21 @@ func appointmentsCmd(ctx context.Context, args []string, stdout, stderr io.Write
 		if err := fs.Parse(args[1:]); err != nil || fs.NArg() > 0 {
 			return usageError{help}
 		}
-		c, err := store.Add(ctx, appointments.NewBooking{Start: *start, End: *end, Title: *title, Attendee: *attendee, Notes: *notes}, *key)
-		if err != nil {
-			return cliError(err)
-		}
-		verb := "added"
-		if c.Replayed {
-			verb = "already added"
-		}
-		fmt.Fprintf(stdout, "%s %s  %s – %s\n", verb, c.Booking.ID, c.Booking.Start.Format(time.RFC3339), c.Booking.End.Format(time.RFC3339))
-		if len(c.Overlaps) > 0 {
-			fmt.Fprintf(stdout, "note: overlaps %s\n", strings.Join(c.Overlaps, ", "))
-		}
-		return nil
+		return withStore(func(store *appointments.Bookings) error {
+			c, err := store.Add(ctx, appointments.NewBooking{Start: *start, End: *end, Title: *title, Attendee: *attendee, Notes: *notes}, *key)
+			if err != nil {
+				return cliError(err)
+			}
+			verb := "added"
+			if c.Replayed {
+				verb = "already added"
+			}
+			fmt.Fprintf(stdout, "%s %s  %s – %s\n", verb, c.Booking.ID, c.Booking.Start.Format(time.RFC3339), c.Booking.End.Format(time.RFC3339))
+			if len(c.Overlaps) > 0 {
+				fmt.Fprintf(stdout, "note: overlaps %s\n", strings.Join(c.Overlaps, ", "))
+			}
+			return nil
+		})
 	case "list":
 		from, to := timeFlag("from", "from (RFC 3339, default now)"), timeFlag("to", "to (RFC 3339, default from + 31 days)")
 		cancelled := fs.Bool("cancelled", false, "include cancelled bookings")
@@ -109,30 +117,34 @@ func appointmentsCmd(ctx context.Context, args []string, stdout, stderr io.Write
 		if to.IsZero() {
 			*to = from.AddDate(0, 0, 31)
 		}
-		list, err := store.List(ctx, *from, *to, *cancelled)
-		if err != nil {
-			return cliError(err)
-		}
-		w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(w, "ID\tSTART\tEND\tTITLE\tATTENDEE\tSTATUS")
-		for _, b := range list {
-			status := "active"
-			if b.CancelledAt != nil {
-				status = "cancelled"
+		return withStore(func(store *appointments.Bookings) error {
+			list, err := store.List(ctx, *from, *to, *cancelled)
+			if err != nil {
+				return cliError(err)
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", b.ID, b.Start.Format(time.RFC3339), b.End.Format(time.RFC3339), b.Title, b.Attendee, status)
-		}
-		return w.Flush()
+			w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tSTART\tEND\tTITLE\tATTENDEE\tSTATUS")
+			for _, b := range list {
+				status := "active"
+				if b.CancelledAt != nil {
+					status = "cancelled"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", b.ID, b.Start.Format(time.RFC3339), b.End.Format(time.RFC3339), b.Title, b.Attendee, status)
+			}
+			return w.Flush()
+		})
 	case "cancel":
 		if len(args) != 2 {
 			return usageError{help}
 		}
-		b, err := store.Cancel(ctx, args[1])
-		if err != nil {
-			return cliError(err)
-		}
-		fmt.Fprintf(stdout, "cancelled %s\n", b.ID)
-		return nil
+		return withStore(func(store *appointments.Bookings) error {
+			b, err := store.Cancel(ctx, args[1])
+			if err != nil {
+				return cliError(err)
+			}
+			fmt.Fprintf(stdout, "cancelled %s\n", b.ID)
+			return nil
+		})
 	}
 	fmt.Fprintln(stderr, help)
 	return usageError{fmt.Sprintf("unknown appointments command %q", args[0])}

@@ -12,9 +12,12 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sitetools/sitetools/internal/assistant"
+	"github.com/sitetools/sitetools/internal/costguard"
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/server"
@@ -127,10 +130,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	avail, err := newAvailability(cfg, db)
+	avail, closeFeeds, err := newAvailability(ctx, cfg, db, logger)
 	if err != nil {
 		return err
 	}
+	defer closeFeeds()
 	siteTools := search.tools
 	var bookings *appointments.Bookings
 	if avail != nil {
@@ -141,8 +145,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		siteTools = append(siteTools, t)
 		bookings = appointments.NewBookings(db)
 	}
+	chat, persona, err := newChat(cfg.Chat, logger)
+	if err != nil {
+		return err
+	}
 	app, err := server.New(cfg, server.Options{
-		DB: db, Logger: logger, Metrics: reg, Usage: search.report, Bookings: bookings,
+		DB: db, Logger: logger, Metrics: reg, Usage: usageWithLLM(search, db, cfg.Chat), Bookings: bookings,
+		ChatProvider: chat, ChatPersona: persona,
 		Register: func(r *tools.Registry) error {
 			for _, t := range siteTools {
 				if err := r.Add(t); err != nil {
@@ -155,8 +164,62 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("starting", "version", Version(), "tools", len(app.Registry().Tools()))
+	chatMode := "retrieval-only (no LLM_BASE_URL)"
+	if chat != nil {
+		chatMode = "llm, tool mode " + cfg.Chat.ToolMode
+	}
+	logger.Info("starting", "version", Version(), "tools", len(app.Registry().Tools()), "chat", chatMode)
 	return app.Run(ctx)
+}
+
+// maxPersonaBytes bounds CHAT_PERSONA_FILE: it is sent with every chat request.
+const maxPersonaBytes = 16 << 10
+
+// newChat returns the chat's model (nil without LLM_BASE_URL: retrieval-only answers)
+// and the persona from CHAT_PERSONA_FILE ("" for the built-in one).
+func newChat(cfg server.Chat, logger *slog.Logger) (assistant.Provider, string, error) {
+	var persona string
+	if cfg.PersonaFile != "" {
+		b, err := os.ReadFile(cfg.PersonaFile)
+		switch {
+		case err != nil:
+			return nil, "", fmt.Errorf("configuration:\n  CHAT_PERSONA_FILE cannot be read: %w", err)
+		case len(b) > maxPersonaBytes:
+			return nil, "", fmt.Errorf("configuration:\n  CHAT_PERSONA_FILE is %d bytes; at most %d are allowed (it is sent with every chat message)", len(b), maxPersonaBytes)
+		case !utf8.Valid(b) || strings.TrimSpace(string(b)) == "":
+			return nil, "", errors.New("configuration:\n  CHAT_PERSONA_FILE must be non-empty UTF-8 text")
+		}
+		persona = string(b)
+	}
+	if cfg.LLMBaseURL == "" {
+		return nil, persona, nil
+	}
+	chat, err := llm.NewChat(llm.ChatOptions{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.LLMModel, Logger: logger})
+	if err != nil {
+		return nil, "", fmt.Errorf("chat: %w", err)
+	}
+	return chat, persona, nil
+}
+
+// usageWithLLM adds today's LLM budget to the usage report.
+func usageWithLLM(search *searchParts, db *postgres.DB, cfg server.Chat) func(context.Context, int) (any, error) {
+	budget := costguard.NewBudget(db.Pool, "llm", cfg.DailyTokenBudget, nil)
+	return func(ctx context.Context, days int) (any, error) {
+		r, err := search.report(ctx, days)
+		if err != nil {
+			return nil, err
+		}
+		report, ok := r.(usageReport)
+		if !ok {
+			return r, nil
+		}
+		today, err := budget.Today(ctx)
+		if err != nil {
+			return nil, err
+		}
+		report.Budgets = append(report.Budgets, today)
+		return report, nil
+	}
 }
 
 func migrate(ctx context.Context, args []string, stdout io.Writer) error {

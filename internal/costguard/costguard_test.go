@@ -3,7 +3,6 @@ package costguard_test
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +15,9 @@ func TestBudgetReservationsNeverExceedTheLimit(t *testing.T) {
 	ctx := context.Background()
 	day := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	b := costguard.NewBudget(db.Pool, "embedding", 1000, func() time.Time { return day })
-	var granted atomic.Int64
+	// 40 concurrent reservations of 70 tokens, held: at most 14 fit in 1000.
+	var mu sync.Mutex
+	var held []*costguard.Reservation
 	var wg sync.WaitGroup
 	for range 40 {
 		wg.Add(1)
@@ -30,19 +31,29 @@ func TestBudgetReservationsNeverExceedTheLimit(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			granted.Add(70)
-			if err := r.Settle(ctx, 60); err != nil {
-				t.Error(err)
-			}
+			mu.Lock()
+			held = append(held, r)
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
+	if len(held) != 14 {
+		t.Fatalf("%d reservations of 70 granted within 1000, want 14", len(held))
+	}
+	if u, _ := b.Today(ctx); u.Reserved != 980 || u.Used != 0 {
+		t.Fatalf("while held: %+v", u)
+	}
+	for _, r := range held {
+		if err := r.Settle(ctx, 60); err != nil {
+			t.Fatal(err)
+		}
+	}
 	u, err := b.Today(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if granted.Load() > 1000 || u.Reserved != 0 || u.Used != granted.Load()/70*60 {
-		t.Fatalf("granted %d, usage %+v", granted.Load(), u)
+	if u.Reserved != 0 || u.Used != 14*60 {
+		t.Fatalf("after settling: %+v", u)
 	}
 	// Settled below the estimate: what was not used can be reserved again.
 	if _, err := b.Reserve(ctx, 1000-u.Used); err != nil {

@@ -1,0 +1,262 @@
+package deploy_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/dotenv"
+	"github.com/compose-spec/compose-go/v2/types"
+)
+
+// loadCompose loads deploy/compose.yaml as `docker compose -f deploy/compose.yaml` would,
+// with env as the environment (and no .env file), validating it against the compose
+// schema that compose-go embeds and checking its references.
+func loadCompose(t *testing.T, env map[string]string) (*types.Project, error) {
+	t.Helper()
+	return loadComposeFile(t, filepath.Join(root(t), "deploy", "compose.yaml"), env)
+}
+
+func loadComposeFile(t *testing.T, path string, env map[string]string) (*types.Project, error) {
+	t.Helper()
+	dir := filepath.Dir(path)
+	var list []string
+	for k, v := range env {
+		list = append(list, k+"="+v)
+	}
+	opts, err := cli.NewProjectOptions([]string{path},
+		cli.WithWorkingDirectory(dir), cli.WithEnv(list), cli.WithConsistency(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opts.LoadProject(context.Background())
+}
+
+// exampleEnv is deploy/.env.example with its secrets filled in.
+func exampleEnv(t *testing.T) map[string]string {
+	t.Helper()
+	env, err := dotenv.GetEnvFromFile(nil, []string{filepath.Join(root(t), "deploy", ".env.example")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env["POSTGRES_PASSWORD"] = "a-test-password"
+	env["ADMIN_TOKEN"] = "a-test-admin-token-0123456789"
+	return env
+}
+
+// TestComposeSchemaIsChecked: the loader rejects what the compose schema does not allow,
+// so a clean load of compose.yaml means something.
+func TestComposeSchemaIsChecked(t *testing.T) {
+	for name, doc := range map[string]string{
+		"unknown field":     "services:\n  a:\n    image: x\n    restart_policy: always\n",
+		"wrong type":        "services:\n  a:\n    image: x\n    read_only: maybe\n",
+		"unknown condition": "services:\n  a:\n    image: x\n    depends_on:\n      b:\n        condition: service_ready\n  b:\n    image: y\n",
+		"missing network":   "services:\n  a:\n    image: x\n    networks: [nowhere]\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "compose.yaml")
+			if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := loadComposeFile(t, path, nil); err == nil {
+				t.Fatalf("loaded without error:\n%s", doc)
+			}
+		})
+	}
+}
+
+func TestComposeRequiresSecrets(t *testing.T) {
+	for _, secret := range []string{"POSTGRES_PASSWORD", "ADMIN_TOKEN"} {
+		t.Run(secret, func(t *testing.T) {
+			env := exampleEnv(t)
+			delete(env, secret)
+			_, err := loadCompose(t, env)
+			if err == nil || !strings.Contains(err.Error(), secret) {
+				t.Fatalf("loading without %s: error %v, want one naming it", secret, err)
+			}
+		})
+	}
+}
+
+func TestCompose(t *testing.T) {
+	p, err := loadCompose(t, exampleEnv(t))
+	if err != nil {
+		t.Fatalf("deploy/compose.yaml does not load: %v", err)
+	}
+	want := []string{"ingest", "migrate", "ollama", "ollama-pull", "postgres", "proxy", "sitetools"}
+	if got := slices.Sorted(maps.Keys(p.Services)); !slices.Equal(got, want) {
+		t.Fatalf("services %v, want %v", got, want)
+	}
+	svc := func(name string) types.ServiceConfig { return p.Services[name] }
+
+	t.Run("start order", func(t *testing.T) {
+		for _, d := range []struct{ service, on, condition string }{
+			{"migrate", "postgres", types.ServiceConditionHealthy},
+			{"ollama-pull", "ollama", types.ServiceConditionHealthy},
+			{"ingest", "migrate", types.ServiceConditionCompletedSuccessfully},
+			{"ingest", "ollama-pull", types.ServiceConditionCompletedSuccessfully},
+			{"sitetools", "ingest", types.ServiceConditionCompletedSuccessfully},
+			{"proxy", "sitetools", types.ServiceConditionStarted},
+		} {
+			dep, ok := svc(d.service).DependsOn[d.on]
+			if !ok || dep.Condition != d.condition {
+				t.Errorf("%s depends on %s with %+v, want condition %s", d.service, d.on, dep, d.condition)
+			}
+		}
+		for _, name := range []string{"postgres", "ollama", "proxy"} {
+			if hc := svc(name).HealthCheck; hc == nil || hc.Disable || len(hc.Test) == 0 {
+				t.Errorf("%s has no health check", name)
+			}
+		}
+		for _, name := range []string{"migrate", "ingest", "ollama-pull"} {
+			if r := svc(name).Restart; r != "no" {
+				t.Errorf("one-shot %s restarts %q, want no", name, r)
+			}
+		}
+	})
+
+	t.Run("sitetools containers", func(t *testing.T) {
+		image := svc("sitetools").Image
+		for _, name := range []string{"migrate", "ingest", "sitetools"} {
+			s := svc(name)
+			if s.Image != image || s.Build == nil || s.Build.Dockerfile != "Dockerfile" {
+				t.Errorf("%s: image %q build %+v, want %q built from the Dockerfile", name, s.Image, s.Build, image)
+			}
+			if !s.ReadOnly || !slices.Equal(s.CapDrop, []string{"ALL"}) || !slices.Contains(s.SecurityOpt, "no-new-privileges:true") {
+				t.Errorf("%s: read_only %v cap_drop %v security_opt %v", name, s.ReadOnly, s.CapDrop, s.SecurityOpt)
+			}
+			if want := dockerfileUser(t); s.User != want {
+				t.Errorf("%s runs as %q, want the Dockerfile's %q", name, s.User, want)
+			}
+			if s.Command[0] != map[string]string{"migrate": "migrate", "ingest": "ingest", "sitetools": "serve"}[name] {
+				t.Errorf("%s: command %v", name, s.Command)
+			}
+			if _, ok := s.Networks["backend"]; !ok {
+				t.Errorf("%s is not on the backend network", name)
+			}
+		}
+		if got := svc("ingest").Command; !slices.Equal(got, []string{"ingest", "--dir", "/site", "--base-url", "http://localhost:8080"}) {
+			t.Errorf("ingest command %v", got)
+		}
+		if v := svc("ingest").Volumes; len(v) != 1 || v[0].Target != "/site" || !v[0].ReadOnly ||
+			v[0].Source != filepath.Join(root(t), "deploy", "demo", "site") {
+			t.Errorf("ingest volumes %+v, want the demo site read-only at /site", v)
+		}
+	})
+
+	t.Run("sitetools environment", func(t *testing.T) {
+		known := knownVariables(t)
+		for _, name := range []string{"migrate", "ingest", "sitetools"} {
+			for k := range svc(name).Environment {
+				if !known[k] {
+					t.Errorf("%s sets %s, which is not a configuration variable", name, k)
+				}
+			}
+		}
+		env := svc("sitetools").Environment
+		want := map[string]string{
+			"EMBEDDINGS_PROVIDER":   "openai",
+			"EMBEDDINGS_BASE_URL":   "http://ollama:11434/v1",
+			"EMBEDDINGS_MODEL":      "nomic-embed-text",
+			"EMBEDDINGS_DIMENSIONS": "768",
+			"LLM_BASE_URL":          "http://ollama:11434/v1",
+			"LLM_MODEL":             "qwen2.5:1.5b",
+			"LLM_TOOL_MODE":         "native",
+			"ADMIN_TOKEN":           "a-test-admin-token-0123456789",
+			"DATABASE_URL":          "postgres://sitetools:a-test-password@postgres:5432/sitetools?sslmode=disable",
+			"LISTEN_ADDR":           ":8080",
+			"SITE_URL":              "http://localhost:8080",
+			"TRUSTED_PROXIES":       p.Networks["edge"].Ipam.Config[0].Subnet,
+		}
+		for k, v := range want {
+			if got := env[k]; got == nil || *got != v {
+				t.Errorf("sitetools %s = %v, want %q", k, deref(got), v)
+			}
+		}
+		mounts := map[string]string{}
+		for _, v := range svc("sitetools").Volumes {
+			if !v.ReadOnly {
+				t.Errorf("sitetools mounts %s writable", v.Target)
+			}
+			mounts[v.Target] = v.Source
+		}
+		for variable, source := range map[string]string{
+			"SITE_PAGES_DIR":      filepath.Join("demo", "site"),
+			"CHAT_PERSONA_FILE":   filepath.Join("demo", "persona.md"),
+			"AVAILABILITY_CONFIG": "availability.example.yaml",
+		} {
+			target := deref(env[variable])
+			if got := mounts[fmt.Sprint(target)]; got != filepath.Join(root(t), "deploy", source) {
+				t.Errorf("%s=%v is mounted from %q, want deploy/%s", variable, target, got, source)
+			}
+			if _, err := os.Stat(filepath.Join(root(t), "deploy", source)); err != nil {
+				t.Errorf("%s: %v", variable, err)
+			}
+		}
+		// The admin API is published on the host's loopback only.
+		for _, port := range svc("sitetools").Ports {
+			if port.HostIP != "127.0.0.1" {
+				t.Errorf("sitetools publishes port %d on %q, want 127.0.0.1 only", port.Target, port.HostIP)
+			}
+		}
+	})
+
+	t.Run("networks", func(t *testing.T) {
+		if !p.Networks["backend"].Internal {
+			t.Error("the backend network must be internal")
+		}
+		if nets := svc("postgres").Networks; len(nets) != 1 || !hasKey(nets, "backend") {
+			t.Errorf("postgres is on %v, want backend only", slices.Collect(maps.Keys(nets)))
+		}
+		if _, ok := svc("proxy").Networks["edge"]; !ok {
+			t.Error("the proxy is not on the edge network")
+		}
+	})
+
+	t.Run("proxy", func(t *testing.T) {
+		s := svc("proxy")
+		mounted := false
+		for _, v := range s.Volumes {
+			if v.Source == filepath.Join(root(t), "deploy", "proxy", "nginx.conf") && v.Target == "/etc/nginx/nginx.conf" && v.ReadOnly {
+				mounted = true
+			}
+		}
+		if !mounted {
+			t.Errorf("the proxy does not mount deploy/proxy/nginx.conf (the file nginx -t checks): %+v", s.Volumes)
+		}
+		if !s.ReadOnly || s.User == "" || s.User == "0" || !slices.Equal(s.CapDrop, []string{"ALL"}) {
+			t.Errorf("proxy: read_only %v user %q cap_drop %v", s.ReadOnly, s.User, s.CapDrop)
+		}
+		if len(s.Ports) != 1 || s.Ports[0].Target != 8080 || s.Ports[0].Published != "8080" {
+			t.Errorf("proxy ports %+v, want 8080 published", s.Ports)
+		}
+	})
+
+	t.Run("postgres", func(t *testing.T) {
+		s := svc("postgres")
+		if !strings.HasPrefix(s.Image, "pgvector/pgvector:") {
+			t.Errorf("postgres image %q, want pgvector/pgvector", s.Image)
+		}
+		if len(s.Volumes) != 1 || s.Volumes[0].Type != types.VolumeTypeVolume || s.Volumes[0].Source != "pgdata" {
+			t.Errorf("postgres volumes %+v, want the named volume pgdata", s.Volumes)
+		}
+	})
+}
+
+func deref(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}
+
+func hasKey[V any](m map[string]V, k string) bool {
+	_, ok := m[k]
+	return ok
+}

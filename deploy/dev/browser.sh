@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Install what the browser side needs, idempotently, on Debian (as root, or with sudo).
+#
+#   deploy/dev/browser.sh        Chromium (Debian's package) and the npm packages of
+#                                server/web: the relay's widget, the MCP SDK and
+#                                playwright-core for the end-to-end test
+#   deploy/dev/browser.sh npm    only the npm packages (what `make demo` needs)
+#
+# Node.js 20 or later must be on PATH (the Go machine image has it; Debian 12's own
+# nodejs is 18, too old for playwright-core). Nothing is installed twice: Chromium is
+# skipped when /usr/bin/chromium exists, npm when server/web/node_modules matches
+# package-lock.json.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/../.." && pwd)
+web=$here/server/web
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+
+log() { printf 'browser.sh: %s\n' "$*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+ensure_node() {
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    log "node and npm are required (Node.js 20 or later)"
+    exit 1
+  fi
+  local major
+  major=$(node -p 'process.versions.node.split(".")[0]')
+  if [ "$major" -lt 20 ]; then
+    log "Node.js $(node --version) is too old: playwright-core needs 20 or later"
+    exit 1
+  fi
+}
+
+ensure_chromium() {
+  [ -x "$CHROMIUM" ] && return 0
+  log "installing chromium (Debian)"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  [ -x "$CHROMIUM" ] || { log "chromium did not install at $CHROMIUM"; exit 1; }
+}
+
+ensure_npm() {
+  local stamp=$web/node_modules/.sitetools-lock.sha256 want
+  want=$(sha256sum "$web/package-lock.json" | cut -d' ' -f1)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    return 0
+  fi
+  log "installing npm packages in server/web"
+  # The relay lists the npm placeholder "http" as a dependency; package.json overrides it
+  # with the empty package in server/web/stubs/http.
+  (cd "$web" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  echo "$want" >"$stamp"
+}
+
+ensure_node
+case "${1:-all}" in
+  all) ensure_chromium; ensure_npm ;;
+  npm) ensure_npm ;;
+  *) echo "usage: $0 [all|npm]" >&2; exit 2 ;;
+esac

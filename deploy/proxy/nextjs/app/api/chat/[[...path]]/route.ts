@@ -1,0 +1,12 @@
+// app/api/chat/[[...path]]/route.ts: /api/chat (the chat stream) and /api/chat/tools
+// (the tool catalog and calls) on the frontend's own origin, passed to sitetools.
+import { proxyToSitetools } from "@/lib/sitetools";
+
+// Never cached or prerendered; Node.js runtime for streamed request bodies.
+export const dynamic = "force-dynamic";
+export const runtime = "nodejs";
+
+export const GET = proxyToSitetools;
+export const HEAD = proxyToSitetools;
+export const POST = proxyToSitetools;
+export const OPTIONS = proxyToSitetools;

@@ -1,0 +1,94 @@
+// A same-origin proxy from a Next.js (App Router) frontend to sitetools: GET and POST
+// pass through untouched, answers stream (the upstream body is returned as it arrives),
+// and the client address goes on in X-Forwarded-For for sitetools' rate limits.
+//
+// Only standard Request/Response/fetch: no Next.js import, so the same function serves
+// any framework whose handlers take a Request.
+//
+//   SITETOOLS_URL   sitetools' address as this server reaches it, e.g. http://sitetools:8080
+//
+// sitetools believes X-Forwarded-For only from TRUSTED_PROXIES: set it there to the
+// address this server's requests come from (a pod range, a private subnet).
+
+const upstream = process.env.SITETOOLS_URL ?? "http://127.0.0.1:8080";
+
+// Hop-by-hop headers (RFC 9110 §7.6.1) describe one connection and never pass a proxy.
+// Content-Length is recomputed by fetch; Host is the upstream's.
+const hopByHop = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "host",
+  "content-length",
+]);
+
+// forwardedFor is the X-Forwarded-For chain to pass on. A route handler never sees the
+// socket, so the chain is the one the hosting platform's edge wrote (Vercel and most
+// platforms set it and drop what the client sent; some set only x-real-ip). It is passed
+// on whole: sitetools walks it from the right, skipping TRUSTED_PROXIES, so an entry a
+// client forged at the left never counts. Self-hosted `next start` exposed directly
+// writes no trustworthy chain: put nginx or Caddy (deploy/proxy/) in front of it.
+function forwardedFor(req: Request): string | null {
+  return req.headers.get("x-forwarded-for") ?? req.headers.get("x-real-ip");
+}
+
+export async function proxyToSitetools(req: Request): Promise<Response> {
+  const incoming = new URL(req.url);
+  const target = new URL(incoming.pathname + incoming.search, upstream);
+
+  const headers = new Headers();
+  req.headers.forEach((value, name) => {
+    if (!hopByHop.has(name) && !name.startsWith("x-forwarded-") && name !== "x-real-ip") {
+      headers.set(name, value);
+    }
+  });
+  const xff = forwardedFor(req);
+  if (xff) headers.set("x-forwarded-for", xff);
+  headers.set("x-forwarded-proto", incoming.protocol.replace(/:$/, ""));
+  headers.set("x-forwarded-host", incoming.host);
+  // fetch would decompress a compressed answer but keep its Content-Encoding: ask for
+  // none, so that the bytes pass through as they are.
+  headers.set("accept-encoding", "identity");
+
+  const hasBody = req.method !== "GET" && req.method !== "HEAD";
+  let res: Response;
+  try {
+    res = await fetch(target, {
+      method: req.method,
+      headers,
+      body: hasBody ? req.body : undefined,
+      // Required by Node's fetch to send a streamed request body.
+      duplex: "half",
+      redirect: "manual",
+      cache: "no-store",
+      // The visitor going away cancels the upstream request.
+      signal: req.signal,
+    } as RequestInit & { duplex: "half" });
+  } catch {
+    return Response.json(
+      { error: { code: "unavailable", message: "the site's assistant is unavailable; try again shortly" } },
+      { status: 503, headers: { "retry-after": "5" } },
+    );
+  }
+
+  const out = new Headers();
+  res.headers.forEach((value, name) => {
+    if (!hopByHop.has(name)) out.append(name, value);
+  });
+  if (out.get("content-type")?.startsWith("text/event-stream")) {
+    // Keep any proxy in front of this server (nginx, a CDN) and Next's own compression
+    // from holding events back.
+    out.set("x-accel-buffering", "no");
+    if (!/no-transform/.test(out.get("cache-control") ?? "")) {
+      out.set("cache-control", "no-cache, no-transform");
+    }
+  }
+  // The upstream body stream itself: every chunk is passed on when it arrives.
+  return new Response(res.body, { status: res.status, statusText: res.statusText, headers: out });
+}

@@ -1,0 +1,679 @@
+package assistant
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sitetools/sitetools/internal/costguard"
+	"github.com/sitetools/sitetools/internal/llm"
+	"github.com/sitetools/sitetools/tools"
+)
+
+// Tool modes.
+const (
+	ToolModeNative = "native"
+	ToolModeJSON   = "json"
+)
+
+// Roles of a transcript's messages.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// Provider is a streaming chat model; *llm.Chat is one.
+type Provider interface {
+	Model() string
+	Stream(ctx context.Context, req llm.ChatRequest, onDelta func(text string) error) (*llm.ChatResponse, error)
+}
+
+// Options configure an Assistant. Zero values mean the defaults given per field.
+type Options struct {
+	// Registry is where the tools come from; required.
+	Registry *tools.Registry
+	// Provider answers; nil means every turn is answered retrieval-only.
+	Provider Provider
+	// ToolMode is ToolModeNative (default) or ToolModeJSON.
+	ToolMode string
+	// Budget is the daily LLM token budget (nil: unlimited); Ledger records every
+	// provider call (nil: nowhere).
+	Budget       *costguard.Budget
+	Ledger       *costguard.Ledger
+	PricePerMTok float64 // USD per million tokens, for the ledger's estimate
+	// Persona is the persona and tone, from the site owner (default DefaultPersona).
+	Persona string
+	// MaxToolRounds bounds the rounds of tool calls of one turn (default 4).
+	MaxToolRounds int
+	// MaxOutputTokens bounds each answer of the model (default 1024).
+	MaxOutputTokens int
+	// Concurrency bounds the tool calls of one round that run at once (default 4).
+	Concurrency int
+	// ToolTimeout is the deadline of a tool call without one of its own (default 10s);
+	// a call gets its tool's deadline plus a few seconds for the interceptors.
+	ToolTimeout time.Duration
+	// ProviderTimeout is the deadline of one provider call, streaming included
+	// (default 60s).
+	ProviderTimeout time.Duration
+	// Sanitize bounds each tool result shown to the model.
+	Sanitize SanitizeOptions
+	// Logger gets provider failures (never message text, arguments or addresses); nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// Assistant runs chat turns. It is safe for concurrent use.
+type Assistant struct {
+	opts Options
+	cat  atomic.Pointer[catalog]
+}
+
+// New checks opts and returns an Assistant.
+func New(opts Options) (*Assistant, error) {
+	if opts.Registry == nil {
+		return nil, errors.New("assistant.New: a registry is required")
+	}
+	switch opts.ToolMode {
+	case "":
+		opts.ToolMode = ToolModeNative
+	case ToolModeNative, ToolModeJSON:
+	default:
+		return nil, fmt.Errorf("assistant.New: tool mode must be %s or %s, got %q", ToolModeNative, ToolModeJSON, opts.ToolMode)
+	}
+	if strings.TrimSpace(opts.Persona) == "" {
+		opts.Persona = DefaultPersona
+	}
+	if opts.MaxToolRounds <= 0 {
+		opts.MaxToolRounds = 4
+	}
+	if opts.MaxOutputTokens <= 0 {
+		opts.MaxOutputTokens = 1024
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 4
+	}
+	if opts.ToolTimeout <= 0 {
+		opts.ToolTimeout = 10 * time.Second
+	}
+	if opts.ProviderTimeout <= 0 {
+		opts.ProviderTimeout = 60 * time.Second
+	}
+	opts.Sanitize = opts.Sanitize.withDefaults()
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Assistant{opts: opts}, nil
+}
+
+// Mode is ModeLLM with a provider, ModeRetrieval without.
+func (a *Assistant) Mode() string {
+	if a.opts.Provider == nil {
+		return ModeRetrieval
+	}
+	return ModeLLM
+}
+
+// catalog returns the chat's view of the registry as it is now.
+func (a *Assistant) catalog() *catalog {
+	cat := a.opts.Registry.Catalog()
+	if c := a.cat.Load(); c != nil && c.etag == cat.ETag {
+		return c
+	}
+	c := buildCatalog(cat, a.opts.Persona, a.opts.ToolMode)
+	a.cat.Store(c)
+	return c
+}
+
+// Message is one message of the visitor's transcript.
+type Message struct {
+	Role    string // RoleUser or RoleAssistant
+	Content string
+}
+
+// Turn is one chat request: the transcript, whose last message is the visitor's, and
+// who asks.
+type Turn struct {
+	Messages []Message
+	Client   string // rate-limit key (the client address); never logged
+}
+
+// Run answers turn, sending its events to emit (called from one goroutine at a time).
+// Failures after the stream began are error events, not errors: Run returns an error
+// only when ctx ends or emit fails (the client is gone), or for a turn that breaks the
+// contract (no messages, the last not the visitor's).
+func (a *Assistant) Run(ctx context.Context, turn Turn, emit func(Event) error) error {
+	if n := len(turn.Messages); n == 0 || turn.Messages[n-1].Role != RoleUser {
+		return errors.New("assistant.Run: the last message must be the visitor's")
+	}
+	t := &turnState{a: a, emitFn: emit, req: tools.Request{Channel: "chat", Client: turn.Client}, seen: map[string]bool{}}
+	if a.opts.Provider == nil {
+		return t.retrieve(ctx, turn, ReasonNotConfigured)
+	}
+	return t.converse(ctx, turn)
+}
+
+// turnState is one turn in progress.
+type turnState struct {
+	a   *Assistant
+	req tools.Request
+
+	mu       sync.Mutex // guards what follows; tool calls run in parallel
+	emitFn   func(Event) error
+	emitErr  error
+	streamed bool            // some text reached the visitor
+	answer   strings.Builder // the text that did
+	usage    Usage
+	sources  []Source
+	seen     map[string]bool
+	calls    int
+}
+
+func (t *turnState) emit(name string, data any) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.emitErr != nil {
+		return t.emitErr
+	}
+	if err := t.emitFn(Event{Name: name, Data: data}); err != nil {
+		t.emitErr = fmt.Errorf("assistant: client gone: %w", err)
+	}
+	return t.emitErr
+}
+
+func (t *turnState) delta(text string) error {
+	if text == "" {
+		return nil
+	}
+	t.mu.Lock()
+	t.streamed = true
+	t.answer.WriteString(text)
+	t.mu.Unlock()
+	return t.emit(EventDelta, Delta{Text: text})
+}
+
+func (t *turnState) nextID() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.calls++
+	return fmt.Sprintf("call_%d", t.calls)
+}
+
+// finish sends sources and message.done.
+func (t *turnState) finish(mode, reason string) error {
+	t.mu.Lock()
+	streamed := t.streamed
+	t.mu.Unlock()
+	if !streamed {
+		if err := t.delta("I could not find an answer to that. Try asking in other words, or use the site's contact page."); err != nil {
+			return err
+		}
+	}
+	if err := t.emit(EventSources, Sources{Items: t.usedSources(mode)}); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	u := t.usage
+	t.mu.Unlock()
+	return t.emit(EventDone, Done{Usage: u, Mode: mode, Reason: reason})
+}
+
+// fail ends the turn with an error event.
+func (t *turnState) fail(code, message string) error {
+	return t.emit(EventError, Error{Code: code, Message: message})
+}
+
+// converse is the model's loop.
+func (t *turnState) converse(ctx context.Context, turn Turn) error {
+	a := t.a
+	cat := a.catalog()
+	native := a.opts.ToolMode == ToolModeNative
+	msgs := []llm.ChatMessage{
+		{Role: "system", Content: cat.system},
+		{Role: "user", Content: visitorMessage(turn.Messages)},
+	}
+	corrected := false
+	for round := 0; ; round++ {
+		toolsAllowed := round < a.opts.MaxToolRounds
+		req := llm.ChatRequest{Messages: msgs, MaxTokens: a.opts.MaxOutputTokens}
+		if native && len(cat.native) > 0 {
+			req.Tools, req.NoToolCalls = cat.native, !toolsAllowed
+		}
+		reply, err := t.complete(ctx, req, !native)
+		if err != nil {
+			return t.providerFailed(ctx, turn, round, err)
+		}
+		var batch []pendingCall
+		if native {
+			for _, tc := range reply.ToolCalls {
+				batch = append(batch, pendingCall{name: tc.Name, args: json.RawMessage(tc.Arguments), providerID: tc.ID})
+			}
+		} else if reply.request {
+			reqs, perr := parseToolRequests(reply.Text)
+			if perr != nil {
+				if !toolsAllowed {
+					return t.stopAtBound()
+				}
+				if corrected {
+					a.opts.Logger.Warn("chat model sent an invalid tool request twice", "tool_mode", a.opts.ToolMode, "round", round)
+					return t.fail(CodeModelError, "The assistant could not look that up. Please try again or ask in other words.")
+				}
+				corrected = true
+				msgs = append(msgs,
+					llm.ChatMessage{Role: "assistant", Content: reply.Text},
+					llm.ChatMessage{Role: "user", Content: "TOOL_REQUEST_ERROR: " + perr.Error() +
+						`. Reply again with nothing but {"tool": "<name>", "args": {…}} (or an array of them), or with plain text for the visitor that does not begin with { or [.`})
+				continue
+			}
+			for _, r := range reqs {
+				batch = append(batch, pendingCall{name: r.Tool, args: r.Args})
+			}
+		}
+		if len(batch) == 0 {
+			return t.finish(ModeLLM, ReasonStop)
+		}
+		if !toolsAllowed {
+			return t.stopAtBound()
+		}
+		results := t.runBatch(ctx, cat, batch)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		lastRound := round+1 >= a.opts.MaxToolRounds
+		if native {
+			calls := make([]llm.ToolCall, len(batch))
+			for i, c := range batch {
+				calls[i] = llm.ToolCall{ID: c.providerID, Name: c.name, Arguments: string(c.args)}
+			}
+			msgs = append(msgs, llm.ChatMessage{Role: "assistant", Content: reply.Text, ToolCalls: calls})
+			for i, r := range results {
+				content := toolResultText(safeName(batch[i].name), r.payload)
+				if lastRound && i == len(results)-1 {
+					content += lastRoundNote
+				}
+				msgs = append(msgs, llm.ChatMessage{Role: "tool", ToolCallID: batch[i].providerID, Content: content})
+			}
+			continue
+		}
+		// JSON mode: one user message of results, and the problems of invalid requests.
+		var sections, problems []string
+		for i, r := range results {
+			if r.invalid != "" {
+				problems = append(problems, fmt.Sprintf("request %d (%s): %s", i+1, safeName(batch[i].name), r.invalid))
+				continue
+			}
+			sections = append(sections, toolResultText(safeName(batch[i].name), r.payload))
+		}
+		if len(problems) > 0 {
+			if corrected {
+				a.opts.Logger.Warn("chat model sent an invalid tool request twice", "tool_mode", a.opts.ToolMode, "round", round)
+				return t.fail(CodeModelError, "The assistant could not look that up. Please try again or ask in other words.")
+			}
+			corrected = true
+			sections = append(sections, "TOOL_REQUEST_ERROR: "+strings.Join(problems, "; ")+
+				". Correct these requests and reply again with nothing but the JSON, or answer in plain text.")
+		}
+		content := strings.Join(sections, "\n\n")
+		if lastRound {
+			content += lastRoundNote
+		}
+		msgs = append(msgs, llm.ChatMessage{Role: "assistant", Content: reply.Text}, llm.ChatMessage{Role: "user", Content: content})
+	}
+}
+
+// stopAtBound ends a turn whose model still wants tools after the last round.
+func (t *turnState) stopAtBound() error {
+	if err := t.delta(fmt.Sprintf("\n\n(I stopped looking things up after %d rounds. If this does not answer your question, please ask something narrower.)", t.a.opts.MaxToolRounds)); err != nil {
+		return err
+	}
+	return t.finish(ModeLLM, ReasonMaxToolRounds)
+}
+
+// providerFailed decides what a failed provider call means for the turn: the end, when
+// the client is gone; a retrieval-only answer, when nothing has reached the visitor
+// yet; an error event otherwise.
+func (t *turnState) providerFailed(ctx context.Context, turn Turn, round int, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	t.mu.Lock()
+	emitErr, streamed := t.emitErr, t.streamed
+	t.mu.Unlock()
+	if emitErr != nil {
+		return emitErr
+	}
+	reason := ReasonUnavailable
+	if errors.Is(err, costguard.ErrBudgetExhausted) {
+		reason = ReasonBudgetExhausted
+		t.a.opts.Logger.Info("LLM budget spent; the chat answers retrieval-only", "round", round)
+	} else {
+		t.a.opts.Logger.Warn("chat provider call failed", "round", round, "err", err.Error())
+	}
+	if !streamed {
+		return t.retrieve(ctx, turn, reason)
+	}
+	return t.fail(tools.CodeUnavailable, "The assistant stopped answering. Please try again shortly.")
+}
+
+// reply is a completed model answer.
+type reply struct {
+	*llm.ChatResponse
+	request bool // JSON mode: the text is a tool request, not for the visitor
+}
+
+// complete makes one provider call behind the budget and records it. In JSON mode the
+// start of the answer is held back until it is clear whether it is text for the visitor
+// (streamed from then on) or a tool request (never shown).
+func (t *turnState) complete(ctx context.Context, req llm.ChatRequest, jsonMode bool) (*reply, error) {
+	a := t.a
+	prompt := llm.EstimateChatTokens(req)
+	var reservation *costguard.Reservation
+	if a.opts.Budget != nil {
+		r, err := a.opts.Budget.Reserve(ctx, int64(prompt+req.MaxTokens))
+		if err != nil {
+			return nil, err
+		}
+		reservation = r
+	}
+	cctx, cancel := context.WithTimeout(ctx, a.opts.ProviderTimeout)
+	defer cancel()
+
+	var received, held strings.Builder
+	kind := replyText
+	if jsonMode {
+		kind = replyUndecided
+	}
+	onDelta := func(d string) error {
+		received.WriteString(d)
+		switch kind {
+		case replyText:
+			return t.delta(d)
+		case replyRequest:
+			return nil
+		}
+		held.WriteString(d)
+		if kind = classifyReply(held.String()); kind == replyText {
+			return t.delta(held.String())
+		}
+		return nil
+	}
+	resp, err := a.opts.Provider.Stream(cctx, req, onDelta)
+	t.mu.Lock()
+	t.usage.ProviderCalls++
+	t.mu.Unlock()
+	entry := costguard.Entry{Kind: "llm", Channel: "chat", Tool: "chat", Model: a.opts.Provider.Model(), Outcome: "ok"}
+	if err != nil {
+		// A provider that failed may have charged for what it streamed; count that.
+		var used int64
+		if received.Len() > 0 {
+			used = int64(prompt + llm.CountTokens(received.String()))
+		}
+		t.settle(ctx, reservation, used)
+		entry.Tokens, entry.CostUSD, entry.Outcome = int(used), float64(used)*a.opts.PricePerMTok/1e6, "error"
+		t.record(ctx, entry)
+		return nil, err
+	}
+	if kind == replyUndecided {
+		// The whole answer was too short to tell ("[", a bare fence): text only if blank.
+		if strings.TrimSpace(resp.Text) == "" {
+			kind = replyText
+		} else {
+			kind = replyRequest
+		}
+	}
+	used := int64(resp.Usage.TotalTokens)
+	t.settle(ctx, reservation, used)
+	entry.Tokens, entry.CostUSD = int(used), float64(used)*a.opts.PricePerMTok/1e6
+	t.record(ctx, entry)
+	t.mu.Lock()
+	t.usage.PromptTokens += resp.Usage.PromptTokens
+	t.usage.CompletionTokens += resp.Usage.CompletionTokens
+	t.usage.TotalTokens += resp.Usage.TotalTokens
+	t.mu.Unlock()
+	return &reply{ChatResponse: resp, request: kind == replyRequest}, nil
+}
+
+func (t *turnState) settle(ctx context.Context, r *costguard.Reservation, used int64) {
+	if r == nil {
+		return
+	}
+	var err error
+	if used > 0 {
+		err = r.Settle(ctx, used)
+	} else {
+		err = r.Release(ctx)
+	}
+	if err != nil {
+		t.a.opts.Logger.Warn("LLM budget settle failed", "err", err.Error())
+	}
+}
+
+func (t *turnState) record(ctx context.Context, e costguard.Entry) {
+	if t.a.opts.Ledger == nil {
+		return
+	}
+	if err := t.a.opts.Ledger.Record(ctx, e); err != nil {
+		t.a.opts.Logger.Warn("ledger write failed", "err", err.Error())
+	}
+}
+
+// pendingCall is a tool call the model asked for.
+type pendingCall struct {
+	name       string
+	args       json.RawMessage
+	providerID string // native mode: the provider's call id
+}
+
+// callResult is what the model gets back for one call.
+type callResult struct {
+	payload json.RawMessage
+	ok      bool
+	// invalid says why the request itself was wrong (unknown tool, arguments that fail
+	// the schema): JSON mode answers it with a corrective turn.
+	invalid string
+}
+
+// runBatch runs the calls of one round in parallel, at most Concurrency at once, and
+// returns their results in the order of the calls.
+func (t *turnState) runBatch(ctx context.Context, cat *catalog, batch []pendingCall) []callResult {
+	results := make([]callResult, len(batch))
+	sem := make(chan struct{}, t.a.opts.Concurrency)
+	var wg sync.WaitGroup
+	for i, c := range batch {
+		if _, ok := cat.byName[c.name]; !ok {
+			// Unknown here also means a tool that changes state: the chat cannot call those.
+			msg := fmt.Sprintf("no tool named %q is available in this chat; the tools are: %s", safeName(c.name), strings.Join(cat.names(), ", "))
+			results[i] = errorResult(&tools.Error{Code: tools.CodeUnknownTool, Message: msg})
+			results[i].invalid = msg
+			continue
+		}
+		if i >= maxCallsPerRound {
+			results[i] = errorResult(tools.Errorf(tools.CodeMalformedRequest, "at most %d tool calls run at once; ask for this one again", maxCallsPerRound))
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				results[i] = errorResult(tools.Errorf(tools.CodeUnavailable, "the call was cancelled"))
+				return
+			}
+			defer func() { <-sem }()
+			id := t.nextID()
+			if t.emit(EventToolCall, ToolCall{ID: id, Name: c.name}) != nil {
+				results[i] = errorResult(tools.Errorf(tools.CodeUnavailable, "the call was cancelled"))
+				return
+			}
+			results[i] = t.call(ctx, c.name, c.args)
+			_ = t.emit(EventToolResult, ToolResult{ID: id, Name: c.name, OK: results[i].ok})
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+// call runs one tool through the registry, on the chat channel, under a deadline.
+func (t *turnState) call(ctx context.Context, name string, args json.RawMessage) callResult {
+	timeout := t.a.opts.ToolTimeout
+	if tool, ok := t.a.opts.Registry.Lookup(name); ok && tool.Timeout > 0 {
+		timeout = tool.Timeout
+	}
+	// The registry applies the tool's own deadline around the handler; this one also
+	// bounds the interceptors (rate limit, idempotency store, metrics).
+	ctx, cancel := context.WithTimeout(tools.WithRequest(ctx, t.req), timeout+5*time.Second)
+	defer cancel()
+	res, err := t.a.opts.Registry.Call(ctx, name, args)
+	if err != nil {
+		e := tools.AsError(err)
+		if e.Code == tools.CodeInternal {
+			t.a.opts.Logger.Error("tool call failed", "tool", name, "channel", "chat", "err", e.Error())
+			e = &tools.Error{Code: tools.CodeInternal, Message: "internal error"}
+		}
+		r := errorResult(e)
+		switch e.Code {
+		case tools.CodeInvalidArguments, tools.CodeMalformedRequest, tools.CodeUnknownTool:
+			r.invalid = e.Message
+			for _, d := range e.Details {
+				r.invalid += "; " + d.Pointer + ": " + d.Message
+			}
+		}
+		return r
+	}
+	if res.IsError {
+		var text []string
+		for _, c := range res.Content {
+			text = append(text, c.Text)
+		}
+		return callResult{payload: mustMarshal(map[string]any{"ok": false,
+			"message": json.RawMessage(Sanitize(strings.Join(text, "\n"), t.a.opts.Sanitize))})}
+	}
+	t.collectSources(res)
+	var shown any = res.StructuredContent
+	if shown == nil {
+		var text []string
+		for _, c := range res.Content {
+			text = append(text, c.Text)
+		}
+		joined := strings.Join(text, "\n")
+		if json.Valid([]byte(joined)) {
+			shown = json.RawMessage(joined)
+		} else {
+			shown = joined
+		}
+	}
+	return callResult{ok: true, payload: mustMarshal(map[string]any{"ok": true,
+		"result": json.RawMessage(Sanitize(shown, t.a.opts.Sanitize))})}
+}
+
+func errorResult(e *tools.Error) callResult {
+	body := map[string]any{"code": e.Code, "message": e.Message}
+	if len(e.Details) > 0 {
+		body["details"] = e.Details
+	}
+	return callResult{payload: mustMarshal(map[string]any{"ok": false, "error": json.RawMessage(Sanitize(body, SanitizeOptions{MaxBytes: 4 << 10}))})}
+}
+
+func (c *catalog) names() []string {
+	out := make([]string, 0, len(c.byName))
+	for _, n := range c.native {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+// safeName is a tool name as the model gave it, fit to stand outside a data block.
+func safeName(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if b.Len() >= 64 {
+			b.WriteString("…")
+			break
+		}
+		if r == '_' || r == '-' || r == '.' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteRune('?')
+		}
+	}
+	return b.String()
+}
+
+// collectSources notes the pages a successful result names: search results
+// ({"results":[{title,url,anchor}]}) and single pages ({title,url}).
+func (t *turnState) collectSources(res *tools.Result) {
+	if res.StructuredContent == nil {
+		return
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return
+	}
+	var v struct {
+		Title   string   `json:"title"`
+		URL     string   `json:"url"`
+		Anchor  string   `json:"anchor"`
+		Results []Source `json:"results"`
+	}
+	if json.Unmarshal(b, &v) != nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v.Title != "" && v.URL != "" {
+		t.addSource(Source{Title: v.Title, URL: v.URL, Anchor: v.Anchor})
+	}
+	for _, s := range v.Results {
+		if s.Title != "" && s.URL != "" {
+			t.addSource(s)
+		}
+	}
+}
+
+// addSource adds s unless it is there already; t.mu is held.
+func (t *turnState) addSource(s Source) {
+	key := s.URL + "#" + s.Anchor
+	if t.seen[key] {
+		return
+	}
+	t.seen[key] = true
+	t.sources = append(t.sources, s)
+}
+
+// usedSources are the pages the answer cites, by url or path; if it cites none, every
+// page the turn's tools returned.
+func (t *turnState) usedSources(mode string) []Source {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := []Source{}
+	if mode == ModeLLM {
+		answer := t.answer.String()
+		for _, s := range t.sources {
+			if cites(answer, s.URL) {
+				out = append(out, s)
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, t.sources...)
+	}
+	return out
+}
+
+func cites(answer, pageURL string) bool {
+	if strings.Contains(answer, pageURL) {
+		return true
+	}
+	u, err := url.Parse(pageURL)
+	if err != nil || len(strings.Trim(u.Path, "/")) == 0 {
+		return false // the home page's path "/" is in every url
+	}
+	return strings.Contains(answer, u.Path)
+}

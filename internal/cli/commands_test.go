@@ -1,0 +1,100 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/sitetools/sitetools/internal/cli"
+	"github.com/sitetools/sitetools/internal/postgres/pgtest"
+)
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := cli.Run(context.Background(), args, &out, &errOut)
+	return out.String() + errOut.String(), err
+}
+
+func TestUsageMistakes(t *testing.T) {
+	for _, args := range [][]string{{}, {"frobnicate"}, {"ingest"}, {"ingest", "--dir", "x"}, {"ingest", "--dir", "x", "--sitemap", "y"}, {"appointments"}, {"appointments", "cancel"}, {"migrate", "extra"}} {
+		_, err := run(t, args...)
+		if err == nil || cli.ExitCode(err) != 2 {
+			t.Errorf("%v: err %v, exit %d; want a usage error (exit 2)", args, err, cli.ExitCode(err))
+		}
+	}
+	if out, err := run(t, "version"); err != nil || !strings.HasPrefix(out, "sitetools ") {
+		t.Fatalf("version: %q %v", out, err)
+	}
+}
+
+func TestServeRefusesBadConfiguration(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("ADMIN_TOKEN", "short")
+	t.Setenv("EMBEDDINGS_PROVIDER", "magic")
+	_, err := run(t, "serve")
+	if err == nil || cli.ExitCode(err) != 1 {
+		t.Fatalf("serve: %v", err)
+	}
+	for _, name := range []string{"DATABASE_URL", "ADMIN_TOKEN", "EMBEDDINGS_PROVIDER"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("the error does not name %s: %v", name, err)
+		}
+	}
+}
+
+func TestIngestAppointmentsAndUsage(t *testing.T) {
+	t.Setenv("DATABASE_URL", pgtest.NewURL(t))
+	out, err := run(t, "migrate")
+	if err != nil || !strings.Contains(out, "database schema at version") {
+		t.Fatalf("migrate: %q %v", out, err)
+	}
+
+	ingest := []string{"ingest", "--dir", "../../deploy/demo/site", "--base-url", "https://northwind.example"}
+	out, err = run(t, ingest...)
+	if err != nil || !regexp.MustCompile(`28 pages: 28 added`).MatchString(out) {
+		t.Fatalf("first ingest: %q %v", out, err)
+	}
+	out, err = run(t, ingest...)
+	if err != nil || !strings.Contains(out, "28 unchanged") || !strings.Contains(out, "0 chunks embedded in 0 calls") {
+		t.Fatalf("unchanged ingest: %q %v", out, err)
+	}
+	t.Setenv("EMBEDDINGS_DIMENSIONS", "256")
+	if out, err = run(t, ingest...); err == nil || !strings.Contains(err.Error(), "--reindex") {
+		t.Fatalf("ingest with another dimension: %q %v", out, err)
+	}
+	t.Setenv("EMBEDDINGS_DIMENSIONS", "")
+
+	add := []string{"appointments", "add", "--start", "2026-12-01T10:00:00+01:00", "--end", "2026-12-01T11:00:00+01:00", "--title", "Intro", "--key", "k1"}
+	out, err = run(t, add...)
+	id := regexp.MustCompile(`added ([0-9a-f-]{36})`).FindStringSubmatch(out)
+	if err != nil || id == nil {
+		t.Fatalf("add: %q %v", out, err)
+	}
+	if out, err = run(t, add...); err != nil || !strings.Contains(out, "already added "+id[1]) {
+		t.Fatalf("add again with the same key: %q %v", out, err)
+	}
+	if out, err = run(t, "appointments", "add", "--start", "2026-12-01T10:30:00+01:00", "--end", "2026-12-01T11:30:00+01:00"); err != nil || !strings.Contains(out, "overlaps "+id[1]) {
+		t.Fatalf("overlapping add: %q %v", out, err)
+	}
+	if out, err = run(t, "appointments", "add", "--start", "2026-12-01T11:00:00+01:00", "--end", "2026-12-01T10:00:00+01:00"); err == nil || !strings.Contains(err.Error(), "end must be after start") {
+		t.Fatalf("reversed add: %q %v", out, err)
+	}
+	out, err = run(t, "appointments", "list", "--from", "2026-12-01T00:00:00Z", "--to", "2026-12-02T00:00:00Z")
+	if err != nil || strings.Count(out, "active") != 2 || !strings.Contains(out, "Intro") {
+		t.Fatalf("list: %q %v", out, err)
+	}
+	if out, err = run(t, "appointments", "cancel", id[1]); err != nil || !strings.Contains(out, "cancelled "+id[1]) {
+		t.Fatalf("cancel: %q %v", out, err)
+	}
+	if _, err = run(t, "appointments", "cancel", "no-such-id"); err == nil || !strings.Contains(err.Error(), "no booking") {
+		t.Fatalf("cancel unknown: %v", err)
+	}
+
+	out, err = run(t, "usage", "--days", "1")
+	if err != nil || !regexp.MustCompile(`embedding\s+ingest\s+ingest\s+28\s`).MatchString(out) {
+		t.Fatalf("usage: %q %v", out, err)
+	}
+}

@@ -1,0 +1,381 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// ChatMessage is one message of a chat completion request.
+type ChatMessage struct {
+	Role       string // "system" | "user" | "assistant" | "tool"
+	Content    string
+	ToolCalls  []ToolCall // an assistant message's calls
+	ToolCallID string     // a tool message's answer to a call
+}
+
+// ToolCall is a function call the model asked for. Arguments is the model's JSON text,
+// not yet parsed: a model can send invalid JSON.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string
+}
+
+// ChatTool is a function offered to the model; Parameters is its JSON Schema, sent
+// unchanged.
+type ChatTool struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage
+}
+
+// ChatRequest is one chat completion.
+type ChatRequest struct {
+	Messages []ChatMessage
+	Tools    []ChatTool
+	// NoToolCalls offers the tools (the conversation refers to them) but asks the model
+	// not to call any (tool_choice "none").
+	NoToolCalls bool
+	// MaxTokens bounds the answer.
+	MaxTokens int
+}
+
+// ChatUsage is what one completion cost. Reported is false when the provider said
+// nothing and the numbers are our estimate.
+type ChatUsage struct {
+	PromptTokens     int
+	CompletionTokens int
+	TotalTokens      int
+	Reported         bool
+}
+
+// ChatResponse is a completed answer: text, tool calls, or both.
+type ChatResponse struct {
+	Text         string
+	ToolCalls    []ToolCall
+	FinishReason string
+	Usage        ChatUsage
+}
+
+// ChatOptions configures an OpenAI-compatible chat client. Zero values mean the
+// defaults given per field.
+type ChatOptions struct {
+	// BaseURL is the API root including its version, e.g. "http://localhost:11434/v1"
+	// for Ollama; required.
+	BaseURL string
+	// APIKey is sent as a bearer token; empty sends none (local servers).
+	APIKey string
+	// Model is the chat model; required.
+	Model string
+	// MaxRetries is how often opening the stream is repeated after 429, 5xx or a
+	// connection failure, before any of the answer has arrived. Default 1; negative
+	// means never.
+	MaxRetries int
+	// HTTPClient sends the requests. Default: a client on http.DefaultTransport.
+	HTTPClient *http.Client
+	// Logger receives a line per retry (status, attempt, wait; never message text).
+	// Nil discards.
+	Logger *slog.Logger
+}
+
+// Chat streams chat completions from any OpenAI-compatible /v1/chat/completions
+// endpoint: OpenAI, Ollama, vLLM, llama.cpp server, LiteLLM. It is safe for concurrent
+// use. Deadlines come from the caller's context.
+type Chat struct {
+	client     *openai.Client
+	model      string
+	maxRetries int
+	log        *slog.Logger
+}
+
+// NewChat returns a client for opts. It does not contact the provider.
+func NewChat(opts ChatOptions) (*Chat, error) {
+	if opts.Model == "" {
+		return nil, errors.New("llm.NewChat: a model is required")
+	}
+	u, err := url.Parse(opts.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("llm.NewChat: base URL must be an absolute http(s) URL such as %q, got %q",
+			DefaultOpenAIBaseURL, opts.BaseURL)
+	}
+	c := &Chat{model: opts.Model, maxRetries: opts.MaxRetries, log: opts.Logger}
+	switch {
+	case c.maxRetries == 0:
+		c.maxRetries = 1
+	case c.maxRetries < 0:
+		c.maxRetries = 0
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	httpClient := opts.HTTPClient
+	if httpClient == nil {
+		httpClient = &http.Client{}
+	}
+	cfg := openai.DefaultConfig(opts.APIKey)
+	cfg.BaseURL = strings.TrimRight(opts.BaseURL, "/")
+	cfg.HTTPClient = retryHintDoer{httpClient}
+	c.client = openai.NewClientWithConfig(cfg)
+	return c, nil
+}
+
+// Model returns the configured model name.
+func (c *Chat) Model() string { return c.model }
+
+// Stream sends req and streams the answer: onDelta receives each piece of text as it
+// arrives; an error from onDelta stops the stream and is returned. Tool calls are
+// assembled from their deltas and returned whole. Usage is the provider's
+// (stream_options.include_usage), or an estimate where it reports none. Errors for
+// which IsUnavailable is true mean the provider is down, overloaded or too slow; errors
+// never carry the provider's message text, which may echo the input.
+func (c *Chat) Stream(ctx context.Context, req ChatRequest, onDelta func(text string) error) (*ChatResponse, error) {
+	oreq := c.request(req)
+	var stream *openai.ChatCompletionStream
+	for attempt := 1; ; attempt++ {
+		hint := new(retryHint)
+		var err error
+		stream, err = c.client.CreateChatCompletionStream(context.WithValue(ctx, retryHintKey{}, hint), oreq)
+		if err == nil {
+			break
+		}
+		err = sanitize(err)
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("llm.Chat.Stream: %w", ctxErr)
+		}
+		if !retryable(err) {
+			return nil, fmt.Errorf("llm.Chat.Stream: %w", err)
+		}
+		if attempt > c.maxRetries {
+			return nil, fmt.Errorf("llm.Chat.Stream: %w: giving up after %d attempts: %w", errChatUnavailable, attempt, err)
+		}
+		wait := hint.after
+		if wait <= 0 {
+			wait = time.Duration(attempt) * 500 * time.Millisecond
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+			return nil, fmt.Errorf("llm.Chat.Stream: %w: next attempt in %s would pass the deadline: %w", errChatUnavailable, wait, err)
+		}
+		c.log.LogAttrs(ctx, slog.LevelWarn, "chat request failed, retrying",
+			slog.String("model", c.model), slog.Int("attempt", attempt),
+			slog.Duration("wait", wait), slog.String("error", err.Error()))
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, fmt.Errorf("llm.Chat.Stream: %w", ctx.Err())
+		case <-timer.C:
+		}
+	}
+	defer stream.Close()
+
+	resp := &ChatResponse{}
+	var text strings.Builder
+	calls := &toolCallAssembler{}
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return nil, fmt.Errorf("llm.Chat.Stream: %w", ctxErr)
+			}
+			return nil, fmt.Errorf("llm.Chat.Stream: %w", streamError(err))
+		}
+		if chunk.Usage != nil {
+			resp.Usage = ChatUsage{PromptTokens: chunk.Usage.PromptTokens, CompletionTokens: chunk.Usage.CompletionTokens,
+				TotalTokens: chunk.Usage.TotalTokens, Reported: true}
+		}
+		for _, choice := range chunk.Choices {
+			if choice.Index != 0 {
+				continue // we ask for one answer
+			}
+			if choice.FinishReason != "" {
+				resp.FinishReason = string(choice.FinishReason)
+			}
+			for _, tc := range choice.Delta.ToolCalls {
+				calls.add(tc)
+			}
+			if d := choice.Delta.Content; d != "" {
+				text.WriteString(d)
+				if err := onDelta(d); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	resp.Text = text.String()
+	resp.ToolCalls = calls.result()
+	if !resp.Usage.Reported {
+		resp.Usage.PromptTokens = EstimateChatTokens(req)
+		resp.Usage.CompletionTokens = CountTokens(resp.Text)
+		for _, tc := range resp.ToolCalls {
+			resp.Usage.CompletionTokens += CountTokens(tc.Name) + CountTokens(tc.Arguments)
+		}
+	}
+	if resp.Usage.TotalTokens == 0 {
+		resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	}
+	return resp, nil
+}
+
+func (c *Chat) request(req ChatRequest) openai.ChatCompletionRequest {
+	oreq := openai.ChatCompletionRequest{
+		Model:         c.model,
+		Stream:        true,
+		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
+		Messages:      make([]openai.ChatCompletionMessage, len(req.Messages)),
+	}
+	if req.MaxTokens > 0 {
+		// OpenAI's reasoning models refuse max_tokens; most other servers know only it.
+		if reasoningModel(c.model) {
+			oreq.MaxCompletionTokens = req.MaxTokens
+		} else {
+			//lint:ignore SA1019 Ollama, vLLM and llama.cpp know max_tokens; not all know its successor.
+			oreq.MaxTokens = req.MaxTokens
+		}
+	}
+	for i, m := range req.Messages {
+		om := openai.ChatCompletionMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+		for _, tc := range m.ToolCalls {
+			om.ToolCalls = append(om.ToolCalls, openai.ToolCall{
+				ID: tc.ID, Type: openai.ToolTypeFunction,
+				Function: openai.FunctionCall{Name: tc.Name, Arguments: tc.Arguments},
+			})
+		}
+		oreq.Messages[i] = om
+	}
+	for _, t := range req.Tools {
+		oreq.Tools = append(oreq.Tools, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+			Name: t.Name, Description: t.Description, Parameters: t.Parameters,
+		}})
+	}
+	if len(oreq.Tools) > 0 && req.NoToolCalls {
+		oreq.ToolChoice = "none"
+	}
+	return oreq
+}
+
+func reasoningModel(model string) bool {
+	for _, p := range []string{"o1", "o3", "o4", "gpt-5", "gpt-6"} {
+		if strings.HasPrefix(model, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// EstimateChatTokens estimates the prompt tokens of req: the cl100k count of every
+// message and tool definition plus a few tokens of framing each, as OpenAI counts them.
+func EstimateChatTokens(req ChatRequest) int {
+	n := 3
+	for _, m := range req.Messages {
+		n += 4 + CountTokens(m.Content)
+		for _, tc := range m.ToolCalls {
+			n += 4 + CountTokens(tc.Name) + CountTokens(tc.Arguments)
+		}
+	}
+	for _, t := range req.Tools {
+		n += 8 + CountTokens(t.Name) + CountTokens(t.Description) + CountTokens(string(t.Parameters))
+	}
+	return n
+}
+
+// errChatUnavailable is ErrUnavailable with a message that names the chat provider.
+var errChatUnavailable error = chatUnavailable{}
+
+type chatUnavailable struct{}
+
+func (chatUnavailable) Error() string        { return "chat provider unavailable" }
+func (chatUnavailable) Is(target error) bool { return target == ErrUnavailable }
+
+// streamError replaces an error that arrived inside the stream, whose text may echo
+// the input, with one that names only its type and code. Such an error and a broken
+// stream both mean the provider failed.
+func streamError(err error) error {
+	var apiErr *openai.APIError
+	if errors.As(err, &apiErr) {
+		if apiErr.HTTPStatusCode > 0 {
+			return sanitize(err)
+		}
+		code := ""
+		switch c := apiErr.Code.(type) {
+		case string:
+			code = c
+		case int:
+			code = strconv.Itoa(c)
+		}
+		return fmt.Errorf("%w: the provider sent an error in the stream (type %q, code %q)", errChatUnavailable, apiErr.Type, code)
+	}
+	if errors.Is(err, openai.ErrTooManyEmptyStreamMessages) || isTransportFailure(err) {
+		return fmt.Errorf("%w: %w", errChatUnavailable, err)
+	}
+	var syntaxErr *json.SyntaxError
+	if errors.As(err, &syntaxErr) {
+		return fmt.Errorf("%w: the provider sent a chunk that is not JSON", errChatUnavailable)
+	}
+	return fmt.Errorf("%w: reading the stream: %w", errChatUnavailable, err)
+}
+
+// toolCallAssembler joins tool-call deltas: the first delta of a call carries its index,
+// id and name, later ones pieces of its arguments. Servers that send each call whole,
+// or without an index, are understood too.
+type toolCallAssembler struct {
+	calls []ToolCall
+	index map[int]int // delta index → position in calls
+}
+
+func (a *toolCallAssembler) add(tc openai.ToolCall) {
+	pos := -1
+	switch {
+	case tc.Index != nil:
+		if a.index == nil {
+			a.index = map[int]int{}
+		}
+		if p, ok := a.index[*tc.Index]; ok {
+			pos = p
+		} else {
+			a.index[*tc.Index] = len(a.calls)
+		}
+	case tc.ID == "" && len(a.calls) > 0:
+		pos = len(a.calls) - 1 // a continuation without an index
+	}
+	if pos < 0 {
+		a.calls = append(a.calls, ToolCall{})
+		pos = len(a.calls) - 1
+	}
+	c := &a.calls[pos]
+	if tc.ID != "" {
+		c.ID = tc.ID
+	}
+	// Some servers repeat the name in every delta of a call.
+	if n := tc.Function.Name; n != "" && n != c.Name {
+		c.Name += n
+	}
+	c.Arguments += tc.Function.Arguments
+}
+
+func (a *toolCallAssembler) result() []ToolCall {
+	out := a.calls[:0:0]
+	for i, c := range a.calls {
+		if c.Name == "" && c.Arguments == "" {
+			continue
+		}
+		if c.ID == "" {
+			c.ID = "call_" + strconv.Itoa(i+1)
+		}
+		out = append(out, c)
+	}
+	return out
+}

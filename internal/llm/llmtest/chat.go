@@ -1,0 +1,362 @@
+package llmtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sitetools/sitetools/internal/llm"
+)
+
+// ChatServer is a fake OpenAI-compatible chat completions provider
+// (POST /v1/chat/completions, streaming only). It answers each request with the next
+// scripted ChatReply in the real wire format (SSE lines "data: {chat.completion.chunk}",
+// then "data: [DONE]"), counts calls, records every request it receives, and notices
+// when a client cancels one. It checks requests as OpenAI does where that catches
+// mistakes: a tool message must answer a preceding assistant tool call.
+type ChatServer struct {
+	*httptest.Server
+
+	calls     atomic.Int64
+	cancelled atomic.Int64
+	cancelCh  chan struct{}
+
+	mu       sync.Mutex
+	script   []ChatReply
+	fallback func(n int, req ChatRequest) ChatReply
+	requests []ChatRequest
+}
+
+// ChatReply scripts the answer to one request.
+type ChatReply struct {
+	// Text is streamed as one content delta per element.
+	Text []string
+	// ToolCalls are streamed as tool-call deltas: id, type and name first, then the
+	// arguments in two pieces.
+	ToolCalls []ToolCallReply
+	// Status, when set, answers with this HTTP error instead of a stream.
+	Status int
+	// FailMidStream sends an error object inside the stream after Text, then ends.
+	FailMidStream bool
+	// Hang stops after Text and ToolCalls and sends nothing more until the client
+	// cancels the request, which Cancellations then counts.
+	Hang bool
+	// ChunkDelay is waited before each chunk.
+	ChunkDelay time.Duration
+	// OmitUsage leaves out the usage chunk even when the request asks for it.
+	OmitUsage bool
+}
+
+// ToolCallReply is one tool call of a scripted reply.
+type ToolCallReply struct {
+	ID        string // default call_<n>
+	Name      string
+	Arguments string
+}
+
+// Say is a reply that streams text a word at a time.
+func Say(text string) ChatReply {
+	return ChatReply{Text: strings.SplitAfter(text, " ")}
+}
+
+// CallTools is a reply that calls tools; each call is a name and its arguments as JSON.
+func CallTools(calls ...ToolCallReply) ChatReply { return ChatReply{ToolCalls: calls} }
+
+// ChatRequest is a request as the fake received it.
+type ChatRequest struct {
+	Model               string          `json:"model"`
+	Messages            []ChatMessage   `json:"messages"`
+	Tools               []ChatToolDef   `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *StreamOptions  `json:"stream_options"`
+	MaxTokens           int             `json:"max_tokens"`
+	MaxCompletionTokens int             `json:"max_completion_tokens"`
+	// Body is the request body as sent.
+	Body []byte `json:"-"`
+}
+
+// StreamOptions are a request's stream_options.
+type StreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// ChatMessage is a message of a received request.
+type ChatMessage struct {
+	Role       string         `json:"role"`
+	Content    string         `json:"content"`
+	ToolCalls  []ChatToolCall `json:"tool_calls"`
+	ToolCallID string         `json:"tool_call_id"`
+}
+
+// ChatToolCall is a tool call of an assistant message in a received request.
+type ChatToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// ChatToolDef is a tool offered in a received request.
+type ChatToolDef struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+// NewChatServer starts a fake chat provider and closes it when the test ends. Without
+// a script it answers every request with a short text.
+func NewChatServer(t testing.TB) *ChatServer {
+	t.Helper()
+	s := &ChatServer{cancelCh: make(chan struct{}, 64)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
+			fmt.Sprintf("Unknown request URL: %s %s", r.Method, r.URL.Path))
+	})
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.calls.Add(1)
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// BaseURL is what a client takes as its API root, ending in /v1.
+func (s *ChatServer) BaseURL() string { return s.URL + "/v1" }
+
+// Script queues replies, one per coming request.
+func (s *ChatServer) Script(replies ...ChatReply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.script = append(s.script, replies...)
+}
+
+// SetFallback answers the requests that find the script empty; n counts requests from 1.
+func (s *ChatServer) SetFallback(f func(n int, req ChatRequest) ChatReply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fallback = f
+}
+
+// Calls is the number of requests received, failed ones included.
+func (s *ChatServer) Calls() int { return int(s.calls.Load()) }
+
+// Requests returns every chat request received, in order.
+func (s *ChatServer) Requests() []ChatRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]ChatRequest(nil), s.requests...)
+}
+
+// Cancellations is the number of requests the client cancelled while the fake was
+// still answering.
+func (s *ChatServer) Cancellations() int { return int(s.cancelled.Load()) }
+
+// WaitCancelled waits up to d for a request to be cancelled by its client.
+func (s *ChatServer) WaitCancelled(d time.Duration) bool {
+	select {
+	case <-s.cancelCh:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+func (s *ChatServer) handleChat(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", nil, "Request body too large.")
+		return
+	}
+	var req ChatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", nil, "We could not parse the JSON body of your request.")
+		return
+	}
+	req.Body = body
+	s.mu.Lock()
+	s.requests = append(s.requests, req)
+	n := len(s.requests)
+	var reply ChatReply
+	switch {
+	case len(s.script) > 0:
+		reply, s.script = s.script[0], s.script[1:]
+	case s.fallback != nil:
+		reply = s.fallback(n, req)
+	default:
+		reply = Say("Fake answer.")
+	}
+	s.mu.Unlock()
+
+	if msg := checkChatRequest(req); msg != "" {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", nil, msg)
+		return
+	}
+	if reply.Status != 0 {
+		writeError(w, reply.Status, "server_error", nil, http.StatusText(reply.Status))
+		return
+	}
+	s.stream(w, r, n, req, reply)
+}
+
+// checkChatRequest returns what OpenAI would refuse in req, or "".
+func checkChatRequest(req ChatRequest) string {
+	switch {
+	case req.Model == "":
+		return "you must provide a model parameter"
+	case len(req.Messages) == 0:
+		return "'messages' must contain at least one message."
+	case !req.Stream:
+		return "this fake answers streaming requests only"
+	}
+	for _, t := range req.Tools {
+		if t.Type != "function" || t.Function.Name == "" || !bytes.HasPrefix(bytes.TrimSpace(t.Function.Parameters), []byte("{")) {
+			return "each tool needs type function, a name and object parameters"
+		}
+	}
+	open := map[string]bool{} // tool calls not answered yet
+	for i, m := range req.Messages {
+		switch m.Role {
+		case "system", "user", "assistant", "developer":
+			if len(open) > 0 {
+				return fmt.Sprintf("messages[%d]: an assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'", i)
+			}
+			for _, tc := range m.ToolCalls {
+				if m.Role != "assistant" || tc.ID == "" || tc.Function.Name == "" {
+					return fmt.Sprintf("messages[%d]: invalid tool call", i)
+				}
+				open[tc.ID] = true
+			}
+		case "tool":
+			if !open[m.ToolCallID] {
+				return fmt.Sprintf("messages[%d]: messages with role 'tool' must be a response to a preceding message with 'tool_calls'", i)
+			}
+			delete(open, m.ToolCallID)
+		default:
+			return fmt.Sprintf("messages[%d]: invalid role %q", i, m.Role)
+		}
+	}
+	return ""
+}
+
+func (s *ChatServer) stream(w http.ResponseWriter, r *http.Request, n int, req ChatRequest, reply ChatReply) {
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	id := fmt.Sprintf("chatcmpl-fake%d", n)
+	created := time.Now().Unix()
+	// send writes one chunk; false means the client went away.
+	send := func(choices []any, usage any) bool {
+		if reply.ChunkDelay > 0 {
+			t := time.NewTimer(reply.ChunkDelay)
+			select {
+			case <-r.Context().Done():
+				t.Stop()
+				s.noteCancel()
+				return false
+			case <-t.C:
+			}
+		}
+		chunk := map[string]any{"id": id, "object": "chat.completion.chunk", "created": created,
+			"model": req.Model, "system_fingerprint": "fp_fake", "choices": choices}
+		if includeUsage {
+			chunk["usage"] = usage // null but in the last chunk, as OpenAI sends it
+		}
+		b, _ := json.Marshal(chunk)
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return false
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return true
+	}
+	choice := func(delta map[string]any, finish any) []any {
+		return []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}}
+	}
+
+	if !send(choice(map[string]any{"role": "assistant", "content": ""}, nil), nil) {
+		return
+	}
+	var out strings.Builder
+	for _, t := range reply.Text {
+		out.WriteString(t)
+		if !send(choice(map[string]any{"content": t}, nil), nil) {
+			return
+		}
+	}
+	if reply.FailMidStream {
+		fmt.Fprint(w, `data: {"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`+"\n\n")
+		return
+	}
+	for i, tc := range reply.ToolCalls {
+		callID := tc.ID
+		if callID == "" {
+			callID = fmt.Sprintf("call_fake%d_%d", n, i+1)
+		}
+		out.WriteString(tc.Name + tc.Arguments)
+		first := map[string]any{"index": i, "id": callID, "type": "function", "function": map[string]any{"name": tc.Name, "arguments": ""}}
+		if !send(choice(map[string]any{"tool_calls": []any{first}}, nil), nil) {
+			return
+		}
+		half := len(tc.Arguments) / 2
+		for _, part := range []string{tc.Arguments[:half], tc.Arguments[half:]} {
+			if part == "" {
+				continue
+			}
+			d := map[string]any{"index": i, "function": map[string]any{"arguments": part}}
+			if !send(choice(map[string]any{"tool_calls": []any{d}}, nil), nil) {
+				return
+			}
+		}
+	}
+	if reply.Hang {
+		<-r.Context().Done()
+		s.noteCancel()
+		return
+	}
+	finish := "stop"
+	if len(reply.ToolCalls) > 0 {
+		finish = "tool_calls"
+	}
+	if !send(choice(map[string]any{}, finish), nil) {
+		return
+	}
+	if includeUsage && !reply.OmitUsage {
+		prompt := 3
+		for _, m := range req.Messages {
+			prompt += 4 + llm.CountTokens(m.Content)
+		}
+		completion := llm.CountTokens(out.String())
+		send([]any{}, map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	if flusher != nil {
+		flusher.Flush()
+	}
+}
+
+func (s *ChatServer) noteCancel() {
+	s.cancelled.Add(1)
+	select {
+	case s.cancelCh <- struct{}{}:
+	default:
+	}
+}

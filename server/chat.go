@@ -1,0 +1,272 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/sitetools/sitetools/internal/assistant"
+	"github.com/sitetools/sitetools/tools"
+)
+
+// heartbeatEvery is how often a comment line keeps a quiet stream open through proxies
+// while the model thinks.
+const heartbeatEvery = 15 * time.Second
+
+// chatTurn handles POST /api/chat: one turn of the site chat, streamed as server-sent
+// events. The request is {"conversationId": "…", "messages": [{"role", "content"}],
+// "consent": true}: the whole transcript, from the visitor's browser; nothing is kept
+// here. Until the stream starts, failures are HTTP errors in the one error shape: a bad
+// body (400 malformed_request), no consent (403 consent_required), a transcript over
+// the caps (400 query_too_long, details pointing at /messages or /messages/N/content),
+// 413, 415, 429. Then every event is "event: <name>\ndata: <json>\n\n" (see package
+// assistant for the events), and a failure is an error event that ends the stream.
+func (a *App) chatTurn(c echo.Context) error {
+	req := c.Request()
+	c.Set(ctxChannel, "chat")
+	if !isJSON(req.Header.Get("Content-Type")) {
+		return tools.Errorf(tools.CodeUnsupportedMediaType, "send the request body as application/json")
+	}
+	body, err := readBody(req, a.chatBodyLimit())
+	if err != nil {
+		return err
+	}
+	msgs, err := parseChatBody(body, a.cfg.Chat)
+	if err != nil {
+		return err
+	}
+	client := c.RealIP()
+	if ok, wait := a.limiter.Allow(client); !ok {
+		return &tools.Error{Code: tools.CodeRateLimited, Message: "too many chat messages; retry after the time in Retry-After",
+			RetryAfter: max(wait, time.Second)}
+	}
+
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	c.Response().WriteHeader(http.StatusOK)
+	stream := &sseStream{w: c.Response()}
+	if err := stream.flush(); err != nil {
+		return nil
+	}
+	stop := stream.heartbeat(heartbeatEvery)
+	defer stop()
+
+	ctx := req.Context()
+	err = a.chat.Run(ctx, assistant.Turn{Messages: msgs, Client: client}, func(e assistant.Event) error {
+		return stream.send(e.Name, e.Data)
+	})
+	if err != nil && ctx.Err() == nil && !stream.broken() {
+		a.logger.Error("chat turn failed", "err", err.Error())
+		_ = stream.send(assistant.EventError, assistant.Error{Code: tools.CodeInternal, Message: "internal error"})
+	}
+	return nil
+}
+
+// chatBodyLimit leaves room for a transcript of CHAT_MAX_CHARS characters of any script
+// (up to four bytes each), so that the caps, with their clearer message, apply first.
+func (a *App) chatBodyLimit() int64 {
+	return max(a.cfg.BodyLimitBytes, int64(4*a.cfg.Chat.MaxChars+16<<10))
+}
+
+type chatBody struct {
+	ConversationID *string           `json:"conversationId"`
+	Messages       []chatMessageBody `json:"messages"`
+	Consent        *bool             `json:"consent"`
+}
+
+type chatMessageBody struct {
+	Role    *string `json:"role"`
+	Content *string `json:"content"`
+}
+
+// parseChatBody checks the request strictly and returns the transcript.
+func parseChatBody(body []byte, caps Chat) ([]assistant.Message, error) {
+	malformed := func(format string, args ...any) ([]assistant.Message, error) {
+		return nil, tools.Errorf(tools.CodeMalformedRequest, format, args...)
+	}
+	const shape = `{"conversationId": "…", "messages": [{"role": "user", "content": "…"}], "consent": true}`
+	trimmed := bytes.TrimSpace(body)
+	if !json.Valid(trimmed) {
+		return malformed("request body is not valid JSON; send %s", shape)
+	}
+	if trimmed[0] != '{' {
+		return malformed("request body must be a JSON object %s", shape)
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	var b chatBody
+	if err := dec.Decode(&b); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &typeErr):
+			return malformed("%q has the wrong type: want %s", clip(typeErr.Field, 64), typeName(typeErr.Type.Kind().String()))
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return malformed("unknown field %s: only conversationId, messages and consent are allowed, and role and content in a message",
+				clip(strings.TrimPrefix(err.Error(), "json: unknown field "), 64))
+		}
+		return malformed("request body does not have the shape %s", shape)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return malformed("request body has data after the JSON object")
+	}
+	if b.ConversationID != nil && utf8.RuneCountInString(*b.ConversationID) > 128 {
+		return malformed(`"conversationId" must be at most 128 characters`)
+	}
+	if b.Messages == nil {
+		return malformed(`"messages" is required: the conversation so far, ending with the visitor's message`)
+	}
+	for i, m := range b.Messages {
+		if m.Role == nil || (*m.Role != assistant.RoleUser && *m.Role != assistant.RoleAssistant) {
+			return malformed(`messages[%d]: "role" must be "user" or "assistant"`, i)
+		}
+		if m.Content == nil {
+			return malformed(`messages[%d]: "content" is required`, i)
+		}
+	}
+	if n := len(b.Messages); n == 0 || *b.Messages[n-1].Role != assistant.RoleUser || strings.TrimSpace(*b.Messages[n-1].Content) == "" {
+		return malformed(`the last of "messages" must be the visitor's (role "user"), and not empty`)
+	}
+	// Consent before anything else is looked at: without it nothing reaches a tool or model.
+	if b.Consent == nil || !*b.Consent {
+		return nil, tools.Errorf(tools.CodeConsentRequired, `the chat needs the visitor's consent to its privacy notice: send "consent": true once they gave it`)
+	}
+
+	// The cost guard's caps, checked before any paid call.
+	var details []tools.Detail
+	total := 0
+	perMessage := caps.MaxMessageChars()
+	for i, m := range b.Messages {
+		n := utf8.RuneCountInString(*m.Content)
+		total += n
+		if n > perMessage {
+			details = append(details, tools.Detail{Pointer: fmt.Sprintf("/messages/%d/content", i),
+				Message: fmt.Sprintf("%d characters; at most %d are allowed", n, perMessage)})
+		}
+	}
+	var problem string
+	switch {
+	case len(b.Messages) > caps.MaxMessages:
+		problem = fmt.Sprintf("the conversation has %d messages; at most %d are allowed: drop the oldest or start a new conversation", len(b.Messages), caps.MaxMessages)
+		details = append([]tools.Detail{{Pointer: "/messages", Message: fmt.Sprintf("at most %d items", caps.MaxMessages)}}, details...)
+	case len(details) > 0:
+		problem = fmt.Sprintf("a message is too long: at most %d characters are allowed in one message", perMessage)
+	case total > caps.MaxChars:
+		problem = fmt.Sprintf("the conversation has %d characters; at most %d are allowed: drop the oldest messages or start a new conversation", total, caps.MaxChars)
+		details = []tools.Detail{{Pointer: "/messages", Message: fmt.Sprintf("at most %d characters in all", caps.MaxChars)}}
+	}
+	if problem != "" {
+		return nil, &tools.Error{Code: tools.CodeQueryTooLong, Message: problem, Details: details}
+	}
+
+	msgs := make([]assistant.Message, 0, len(b.Messages))
+	for _, m := range b.Messages {
+		if strings.TrimSpace(*m.Content) == "" {
+			continue // e.g. an answer that failed before any text
+		}
+		msgs = append(msgs, assistant.Message{Role: *m.Role, Content: *m.Content})
+	}
+	return msgs, nil
+}
+
+func typeName(kind string) string {
+	switch kind {
+	case "ptr", "pointer":
+		return "another type"
+	case "slice":
+		return "an array"
+	case "struct":
+		return "an object"
+	case "bool":
+		return "a boolean"
+	}
+	return "a " + kind
+}
+
+// sseStream writes server-sent events, one at a time, each flushed at once.
+type sseStream struct {
+	mu     sync.Mutex
+	w      http.ResponseWriter
+	failed bool
+}
+
+var errClientGone = errors.New("the client went away")
+
+func (s *sseStream) send(name string, data any) error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("server: event %s: %w", name, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed {
+		return errClientGone
+	}
+	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b); err != nil {
+		s.failed = true
+		return errClientGone
+	}
+	return s.flushLocked()
+}
+
+func (s *sseStream) flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flushLocked()
+}
+
+func (s *sseStream) flushLocked() error {
+	if err := http.NewResponseController(s.w).Flush(); err != nil {
+		s.failed = true
+		return errClientGone
+	}
+	return nil
+}
+
+func (s *sseStream) broken() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
+}
+
+// heartbeat writes a comment line every interval until stop is called.
+func (s *sseStream) heartbeat(every time.Duration) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				s.mu.Lock()
+				if !s.failed {
+					if _, err := io.WriteString(s.w, ": keep-alive\n\n"); err != nil {
+						s.failed = true
+					} else {
+						_ = s.flushLocked()
+					}
+				}
+				s.mu.Unlock()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}

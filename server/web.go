@@ -1,0 +1,678 @@
+package server
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"mime"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/labstack/echo/v4"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/text"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sitetools/sitetools/tools"
+	"github.com/sitetools/sitetools/tools/sitesearch"
+)
+
+// webFiles are the browser's files: the page layout, the chat flyout's assets and the
+// WebMCP bridge. The relay's widget is not among them: it comes from npm, read from
+// WEBMCP_WIDGET_PATH at start-up.
+//
+//go:embed web/templates web/assets web/webmcp
+var webFiles embed.FS
+
+// site is what the public listener serves to browsers: the pages rendered from
+// SITE_PAGES_DIR (none when unset), their 404 pages, and the static files.
+type site struct {
+	pages    map[string]*renderedPage // by URL path
+	notFound map[string]*renderedPage // by language
+	rootLang string
+	static   map[string]*staticFile // by URL path
+	csp      string
+}
+
+type renderedPage struct {
+	body []byte
+	etag string
+}
+
+type staticFile struct {
+	body        []byte
+	etag        string
+	contentType string
+}
+
+// sourcePage is one Markdown page of SITE_PAGES_DIR.
+type sourcePage struct {
+	path    string // URL path, as sitesearch maps files: "/", "/blog/", "/services/web-platforms"
+	title   string
+	heading string // the first level-1 heading
+	lang    string
+	body    template.HTML
+}
+
+// Paths outside the pages: a page can never shadow them.
+var reservedPrefixes = []string{"/api/", "/assets/", "/webmcp/", "/mcp", "/healthz", "/readyz"}
+
+// Pages under these names go to the footer rather than the main navigation.
+var legalNames = []string{"imprint", "impressum", "privacy", "datenschutz", "legal", "terms"}
+
+// newSite loads the pages and static files. A broken page stops start-up: a site that
+// silently lost a page would be worse.
+func newSite(cfg Config, logger *slog.Logger) (*site, error) {
+	s := &site{
+		pages:    map[string]*renderedPage{},
+		notFound: map[string]*renderedPage{},
+		rootLang: "en",
+		static:   map[string]*staticFile{},
+		csp:      contentSecurityPolicy(cfg.WebMCPRelayPort),
+	}
+	if err := s.loadStatic(cfg, logger); err != nil {
+		return nil, err
+	}
+	if cfg.SitePagesDir == "" {
+		return s, nil
+	}
+	pages, err := readPages(cfg.SitePagesDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.render(pages); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// contentSecurityPolicy allows what the pages and the bridge need and nothing else:
+// scripts, styles, images and fetches from the site itself, and the WebSocket of the
+// visitor's local relay. No inline script or style, no frames, no foreign form targets.
+func contentSecurityPolicy(relayPort int) string {
+	return strings.Join([]string{
+		"default-src 'none'",
+		"script-src 'self'",
+		"style-src 'self'",
+		"img-src 'self'",
+		"connect-src 'self' ws://localhost:" + strconv.Itoa(relayPort),
+		"form-action 'self'",
+		"base-uri 'none'",
+		"frame-ancestors 'none'",
+	}, "; ")
+}
+
+func (s *site) loadStatic(cfg Config, logger *slog.Logger) error {
+	for _, dir := range []struct{ fsDir, urlDir string }{{"web/assets", "/assets"}, {"web/webmcp", "/webmcp"}} {
+		err := fs.WalkDir(webFiles, dir.fsDir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := webFiles.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			s.addStatic(dir.urlDir+strings.TrimPrefix(p, dir.fsDir), b)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("server: web assets: %w", err)
+		}
+	}
+	widget := cfg.WebMCPWidgetPath
+	if widget == "" {
+		widget = DefaultWebMCPWidgetPath
+	}
+	b, err := os.ReadFile(widget)
+	switch {
+	case err == nil:
+		s.addStatic("/webmcp/widget.js", b)
+	case cfg.WebMCPWidgetPath == "" && errors.Is(err, fs.ErrNotExist):
+		// Without the widget the site works; only the relay connection is unavailable.
+		logger.Warn("WebMCP widget not found: visitors cannot connect an MCP client through the relay (run deploy/dev/browser.sh npm, or set WEBMCP_WIDGET_PATH)", "path", widget)
+	default:
+		return fmt.Errorf("server: WEBMCP_WIDGET_PATH: %w", err)
+	}
+	return nil
+}
+
+func (s *site) addStatic(urlPath string, b []byte) {
+	ct := mime.TypeByExtension(path.Ext(urlPath))
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	s.static[urlPath] = &staticFile{body: b, etag: etagOf(b), contentType: ct}
+}
+
+func etagOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return `"` + hex.EncodeToString(sum[:12]) + `"`
+}
+
+// readPages reads every Markdown file under dir. Hidden files and symbolic links are
+// skipped, as the ingester skips them, so that the pages are the pages of the index.
+func readPages(dir string) ([]*sourcePage, error) {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("server: SITE_PAGES_DIR: %w", err)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("server: SITE_PAGES_DIR: %s is not a directory", dir)
+	}
+	var pages []*sourcePage
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != dir && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		ext := strings.ToLower(filepath.Ext(p))
+		if !d.Type().IsRegular() || (ext != ".md" && ext != ".markdown") {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		page, err := readPage(dir, rel)
+		if err != nil {
+			return err
+		}
+		pages = append(pages, page)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: SITE_PAGES_DIR: %w", err)
+	}
+	slices.SortFunc(pages, func(a, b *sourcePage) int { return strings.Compare(a.path, b.path) })
+	return pages, nil
+}
+
+func readPage(root, rel string) (*sourcePage, error) {
+	// The index's own reading gives the path, title and language, so that a search
+	// result's url is a page here.
+	doc, err := sitesearch.DocumentFromFile(root, rel, "http://site.invalid")
+	if err != nil {
+		return nil, err
+	}
+	src, err := os.ReadFile(filepath.Join(root, rel))
+	if err != nil {
+		return nil, err
+	}
+	body, err := renderMarkdown(stripFrontMatter(src))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	p := &sourcePage{path: doc.Path, title: doc.Title, lang: doc.Lang, body: body}
+	for _, sec := range doc.Sections {
+		if sec.Level == 1 && sec.Heading != "" {
+			p.heading = sec.Heading
+			break
+		}
+	}
+	if p.title == "" {
+		p.title = strings.TrimSuffix(path.Base(strings.TrimSuffix(doc.Path, "/")), path.Ext(doc.Path))
+	}
+	return p, nil
+}
+
+// stripFrontMatter drops YAML front matter between "---" lines at the start of a page.
+func stripFrontMatter(src []byte) []byte {
+	src = bytes.TrimPrefix(src, []byte("\ufeff"))
+	rest, ok := bytes.CutPrefix(src, []byte("---\n"))
+	if !ok {
+		if rest, ok = bytes.CutPrefix(src, []byte("---\r\n")); !ok {
+			return src
+		}
+	}
+	for off := 0; off < len(rest); {
+		line, _, _ := bytes.Cut(rest[off:], []byte("\n"))
+		next := min(off+len(line)+1, len(rest))
+		if t := string(bytes.TrimRight(line, " \t\r")); t == "---" || t == "..." {
+			var probe map[string]any
+			if yaml.Unmarshal(rest[:off], &probe) != nil {
+				return src
+			}
+			return rest[next:]
+		}
+		off = next
+	}
+	return src
+}
+
+// renderMarkdown renders a page body. Raw HTML in the source is dropped, not passed
+// through: the pages run under a strict CSP and are content, not code.
+func renderMarkdown(src []byte) (template.HTML, error) {
+	md := goldmark.New(
+		goldmark.WithExtensions(extension.GFM),
+		goldmark.WithParserOptions(parser.WithAutoHeadingID(), parser.WithHeadingAttribute()),
+	)
+	var out bytes.Buffer
+	ctx := parser.NewContext(parser.WithIDs(&headingIDs{seen: map[string]int{}}))
+	if err := md.Convert(src, &out, parser.WithContext(ctx)); err != nil {
+		return "", err
+	}
+	return template.HTML(out.String()), nil //nolint:gosec // goldmark's output without raw HTML
+}
+
+// headingIDs gives headings the ids the index gives them as anchors (GitHub style:
+// the text lower-cased, punctuation dropped, spaces as hyphens, repeats numbered), so
+// that a search result's url#anchor lands on its section.
+type headingIDs struct {
+	seen map[string]int
+}
+
+func (g *headingIDs) Generate(value []byte, _ ast.NodeKind) []byte {
+	slug := headingSlug(inlineText(value))
+	if slug == "" {
+		slug = "heading"
+	}
+	base := slug
+	for {
+		if _, used := g.seen[slug]; !used {
+			break
+		}
+		g.seen[base]++
+		slug = fmt.Sprintf("%s-%d", base, g.seen[base])
+	}
+	g.seen[slug] = 0
+	return []byte(slug)
+}
+
+func (g *headingIDs) Put(value []byte) {
+	if _, used := g.seen[string(value)]; !used {
+		g.seen[string(value)] = 0
+	}
+}
+
+func headingSlug(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(s)) {
+		switch {
+		case unicode.IsLetter(r), unicode.IsNumber(r), unicode.IsMark(r), r == '-', r == '_':
+			b.WriteRune(r)
+		case r == ' ':
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}
+
+// inlineText is the text of one line of inline Markdown, without markup or link targets.
+func inlineText(line []byte) string {
+	doc := goldmark.DefaultParser().Parse(text.NewReader(line))
+	var b strings.Builder
+	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch t := n.(type) {
+		case *ast.Text:
+			b.Write(t.Segment.Value(line))
+			if t.SoftLineBreak() || t.HardLineBreak() {
+				b.WriteByte(' ')
+			}
+		case *ast.String:
+			b.Write(t.Value)
+		case *ast.CodeSpan:
+			for c := t.FirstChild(); c != nil; c = c.NextSibling() {
+				if tx, ok := c.(*ast.Text); ok {
+					b.Write(tx.Segment.Value(line))
+				}
+			}
+			return ast.WalkSkipChildren, nil
+		}
+		return ast.WalkContinue, nil
+	})
+	return b.String()
+}
+
+// link is one entry of a navigation list.
+type link struct {
+	Href, Label, Lang string
+	Current           bool
+}
+
+// pageView is what the layout template renders.
+type pageView struct {
+	Lang, Title, SiteName, Home, ContactPath string
+	Nav, Footer, Languages                   []link
+	Body                                     template.HTML
+	Contact                                  bool
+	Topics                                   []string // of the contact form
+	T                                        map[string]string
+}
+
+var layout = template.Must(template.ParseFS(webFiles, "web/templates/*.html"))
+
+// render builds every page and a 404 page per language once, at start-up.
+func (s *site) render(pages []*sourcePage) error {
+	byPath := map[string]*sourcePage{}
+	for _, p := range pages {
+		byPath[p.path] = p
+	}
+	if root, ok := byPath["/"]; ok && root.lang != "" {
+		s.rootLang = root.lang
+	}
+	sections := s.sections(byPath)
+	for _, p := range pages {
+		if isReserved(p.path) {
+			return fmt.Errorf("server: SITE_PAGES_DIR: page %s would shadow a route of the service", p.path)
+		}
+		sec := sectionOf(p.path, sections)
+		v := s.view(byPath, sections, sec, p.path)
+		v.Title, v.Body = p.title, p.body
+		if p.lang != "" {
+			v.Lang = p.lang
+		}
+		v.Contact = path.Base(p.path) == "contact"
+		if err := s.put(s.pages, p.path, v); err != nil {
+			return err
+		}
+	}
+	for _, sec := range sections {
+		v := s.view(byPath, sections, sec, "")
+		v.Title = v.T["notFoundTitle"]
+		v.Body = template.HTML(`<h1>` + template.HTMLEscapeString(v.T["notFoundTitle"]) + `</h1><p>` +
+			template.HTMLEscapeString(v.T["notFoundText"]) + `</p><p><a href="` + template.HTMLEscapeString(sec) + `">` +
+			template.HTMLEscapeString(v.T["notFoundHome"]) + `</a></p>`)
+		if err := s.put(s.notFound, v.Lang, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *site) put(m map[string]*renderedPage, key string, v pageView) error {
+	var buf bytes.Buffer
+	if err := layout.ExecuteTemplate(&buf, "layout.html", v); err != nil {
+		return fmt.Errorf("server: render %s: %w", key, err)
+	}
+	m[key] = &renderedPage{body: buf.Bytes(), etag: etagOf(buf.Bytes())}
+	return nil
+}
+
+// sections are the site's root "/" and its language roots: top-level folders whose
+// index page is in another language than the root's (e.g. "/de/").
+func (s *site) sections(byPath map[string]*sourcePage) []string {
+	out := []string{"/"}
+	for p, page := range byPath {
+		if strings.Count(p, "/") == 2 && strings.HasSuffix(p, "/") && page.lang != "" && page.lang != s.rootLang {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func sectionOf(p string, sections []string) string {
+	best := "/"
+	for _, sec := range sections {
+		if strings.HasPrefix(p, sec) && len(sec) > len(best) {
+			best = sec
+		}
+	}
+	return best
+}
+
+// view is the frame of a page in section sec: language, site name, navigation.
+func (s *site) view(byPath map[string]*sourcePage, sections []string, sec, current string) pageView {
+	lang := s.rootLang
+	home := byPath[sec]
+	if home != nil && home.lang != "" {
+		lang = home.lang
+	}
+	v := pageView{Lang: lang, Home: sec, T: uiText(lang), ContactPath: "/contact", Topics: contactTopics(lang)}
+	if root := byPath["/"]; root != nil {
+		v.SiteName = cmpOr(root.heading, root.title)
+	}
+	if home != nil {
+		v.SiteName = cmpOr(home.heading, v.SiteName)
+	}
+	if _, ok := byPath[sec+"contact"]; ok {
+		v.ContactPath = sec + "contact"
+	}
+	var dirs, pages, legal []link
+	for p, page := range byPath {
+		rest, ok := strings.CutPrefix(p, sec)
+		if !ok || rest == "" || slices.Contains(sections, p) {
+			continue
+		}
+		name := strings.TrimSuffix(rest, "/")
+		if strings.Contains(name, "/") {
+			continue // not a direct child of the section
+		}
+		l := link{Href: p, Label: cmpOr(page.heading, page.title), Current: p == current}
+		switch {
+		case slices.Contains(legalNames, name):
+			legal = append(legal, l)
+		case strings.HasSuffix(rest, "/"):
+			dirs = append(dirs, l)
+		default:
+			pages = append(pages, l)
+		}
+	}
+	for _, l := range [][]link{dirs, pages, legal} {
+		slices.SortFunc(l, func(a, b link) int {
+			// The contact page closes the navigation.
+			if (path.Base(a.Href) == "contact") != (path.Base(b.Href) == "contact") {
+				if path.Base(a.Href) == "contact" {
+					return 1
+				}
+				return -1
+			}
+			return strings.Compare(a.Href, b.Href)
+		})
+	}
+	v.Nav = append(dirs, pages...)
+	v.Footer = legal
+	if sec != "/" {
+		// Legal pages exist once, at the root.
+		for p, page := range byPath {
+			if name := strings.Trim(p, "/"); slices.Contains(legalNames, name) {
+				v.Footer = append(v.Footer, link{Href: p, Label: cmpOr(page.heading, page.title)})
+			}
+		}
+		slices.SortFunc(v.Footer, func(a, b link) int { return strings.Compare(a.Href, b.Href) })
+	}
+	for _, other := range sections {
+		if other == sec {
+			continue
+		}
+		l := s.rootLang
+		if page := byPath[other]; page != nil && page.lang != "" {
+			l = page.lang
+		}
+		v.Languages = append(v.Languages, link{Href: other, Label: languageName(l), Lang: l})
+	}
+	return v
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func isReserved(p string) bool {
+	for _, r := range reservedPrefixes {
+		if p == strings.TrimSuffix(r, "/") || strings.HasPrefix(p, r) {
+			return true
+		}
+	}
+	return false
+}
+
+func languageName(lang string) string {
+	switch lang {
+	case "en":
+		return "English"
+	case "de":
+		return "Deutsch"
+	case "fr":
+		return "Français"
+	case "es":
+		return "Español"
+	case "it":
+		return "Italiano"
+	case "nl":
+		return "Nederlands"
+	}
+	return strings.ToUpper(lang)
+}
+
+// uiText is the layout's own wording in a page's language (English for others).
+func uiText(lang string) map[string]string {
+	en := map[string]string{
+		"skip":             "Skip to content",
+		"nav":              "Main",
+		"footer":           "Site information",
+		"languages":        "Languages",
+		"notFoundTitle":    "Page not found",
+		"notFoundText":     "There is no page at this address. The chat in the corner can search this site for you.",
+		"notFoundHome":     "Go to the home page",
+		"formHeading":      "Send us a message",
+		"formNote":         "This demo form sends nothing anywhere: submitting it only shows a confirmation on this page.",
+		"formName":         "Name (required)",
+		"formEmail":        "Email (required)",
+		"formOrganisation": "Organisation (optional)",
+		"formTopic":        "Topic",
+		"formMessage":      "Message (required, up to 2,000 characters)",
+		"formSend":         "Send",
+		"formSent":         "Thank you. This demo form sent nothing: your message is still only on this page.",
+	}
+	if lang == "de" {
+		return map[string]string{
+			"skip":             "Zum Inhalt springen",
+			"nav":              "Hauptnavigation",
+			"footer":           "Informationen zur Website",
+			"languages":        "Sprachen",
+			"notFoundTitle":    "Seite nicht gefunden",
+			"notFoundText":     "Unter dieser Adresse gibt es keine Seite. Der Chat in der Ecke kann die Website für Sie durchsuchen.",
+			"notFoundHome":     "Zur Startseite",
+			"formHeading":      "Schreiben Sie uns",
+			"formNote":         "Dieses Demo-Formular sendet nichts: Beim Absenden erscheint nur eine Bestätigung auf dieser Seite.",
+			"formName":         "Name (Pflichtfeld)",
+			"formEmail":        "E-Mail-Adresse (Pflichtfeld)",
+			"formOrganisation": "Organisation (freiwillig)",
+			"formTopic":        "Thema",
+			"formMessage":      "Nachricht (Pflichtfeld, bis zu 2.000 Zeichen)",
+			"formSend":         "Senden",
+			"formSent":         "Danke. Dieses Demo-Formular hat nichts gesendet: Ihre Nachricht ist weiterhin nur auf dieser Seite.",
+		}
+	}
+	return en
+}
+
+// contactTopics are the contact form's topics, as the demo's contact pages list them.
+func contactTopics(lang string) []string {
+	if lang == "de" {
+		return []string{"Webplattformen", "Daten", "Datenschutz", "Barrierefreiheit", "Cloud-Kosten", "Presse", "Sonstiges"}
+	}
+	return []string{"Web platforms", "Data", "Privacy", "Accessibility", "Cloud costs", "Press", "Something else"}
+}
+
+// page handles GET and HEAD of every page of SITE_PAGES_DIR (routes.go registers
+// one route per page).
+func (a *App) page(c echo.Context) error {
+	p, ok := a.site.pages[c.Path()]
+	if !ok {
+		return a.notFound(c)
+	}
+	return a.writePage(c, http.StatusOK, p)
+}
+
+// notFound handles every path no route serves: the site's 404 page for a browser
+// asking for a page, the one error shape for anything else.
+func (a *App) notFound(c echo.Context) error {
+	req := c.Request()
+	p := req.URL.Path
+	htmlMethod := req.Method == http.MethodGet || req.Method == http.MethodHead
+	if len(a.site.pages) == 0 || !htmlMethod || isReserved(p) {
+		return tools.Errorf(tools.CodeNotFound, "no such route")
+	}
+	// "/blog" and "/contact/" lead to the page they mean.
+	for _, alt := range []string{p + "/", strings.TrimSuffix(p, "/")} {
+		if _, ok := a.site.pages[alt]; ok && alt != p && alt != "" {
+			return c.Redirect(http.StatusMovedPermanently, alt)
+		}
+	}
+	page := a.site.notFound[a.site.rootLang]
+	for lang, nf := range a.site.notFound {
+		if strings.HasPrefix(p, "/"+lang+"/") {
+			page = nf
+		}
+	}
+	return a.writePage(c, http.StatusNotFound, page)
+}
+
+func (a *App) writePage(c echo.Context, status int, p *renderedPage) error {
+	h := c.Response().Header()
+	h.Set("Content-Security-Policy", a.site.csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("ETag", p.etag)
+	if status == http.StatusOK && etagMatches(c.Request().Header.Get("If-None-Match"), p.etag) {
+		return c.NoContent(http.StatusNotModified)
+	}
+	if c.Request().Method == http.MethodHead {
+		h.Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+		h.Set(echo.HeaderContentLength, strconv.Itoa(len(p.body)))
+		return c.NoContent(status)
+	}
+	return c.Blob(status, echo.MIMETextHTMLCharsetUTF8, p.body)
+}
+
+// asset handles GET and HEAD of /assets/* and /webmcp/*: the flyout's files, the
+// bridge module and the relay's widget. They revalidate on every use (an ETag makes
+// that a 304), so a new version reaches browsers at once.
+func (a *App) asset(c echo.Context) error {
+	f, ok := a.site.static[c.Request().URL.Path]
+	if !ok {
+		return tools.Errorf(tools.CodeNotFound, "no such file")
+	}
+	h := c.Response().Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("ETag", f.etag)
+	if etagMatches(c.Request().Header.Get("If-None-Match"), f.etag) {
+		return c.NoContent(http.StatusNotModified)
+	}
+	if c.Request().Method == http.MethodHead {
+		h.Set(echo.HeaderContentType, f.contentType)
+		h.Set(echo.HeaderContentLength, strconv.Itoa(len(f.body)))
+		return c.NoContent(http.StatusOK)
+	}
+	return c.Blob(http.StatusOK, f.contentType, f.body)
+}
+
+// pagePaths are the URL paths of the site's pages, sorted.
+func (s *site) pagePaths() []string {
+	out := make([]string, 0, len(s.pages))
+	for p := range s.pages {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}

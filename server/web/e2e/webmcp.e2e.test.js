@@ -1,0 +1,563 @@
+// End to end, with real parts only: the MCP TypeScript SDK client (the visitor's MCP
+// client) over stdio → the real @jason.today/webmcp relay (isolated HOME, a free
+// non-default port) → headless Chromium showing the demo site → the bridge → the site
+// served by the real `sitetools serve` on real PostgreSQL. Loopback only.
+//
+//   cd server/web && TEST_DATABASE_URL=… SITETOOLS_BIN=…/bin/sitetools node --test e2e/
+//
+// Needs: bin/sitetools (make build), Chromium at /usr/bin/chromium and the npm packages
+// (deploy/dev/browser.sh), PostgreSQL with pgvector (deploy/dev/postgres.sh).
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { chromium } from 'playwright-core';
+
+const run = promisify(execFile);
+const webDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const repo = path.resolve(webDir, '../..');
+const BIN = process.env.SITETOOLS_BIN || path.join(repo, 'bin/sitetools');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const RELAY = path.join(webDir, 'node_modules/@jason.today/webmcp/build/index.js');
+const WIDGET = path.join(webDir, 'node_modules/@jason.today/webmcp/src/webmcp.js');
+const SCREENSHOT = process.env.E2E_SCREENSHOT || path.join(webDir, 'e2e/screenshot.png');
+const DB_NAME = 'sitetools_e2e';
+const CHROMIUM_FLAGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+const LOCAL_TOOLS = ['open_page', 'prefill_contact_form', 'resume_conversation', 'save_conversation'];
+
+// Everything the run starts, to stop it in `after`.
+const procs = [];
+const logs = { serve: [], relay: [], mcp: [] };
+const seen = { requests: [], sockets: [], console: [], dialogs: [], pageErrors: [] };
+let home;
+let site;
+let relayPort;
+let prefix;
+let browser;
+let page;
+let client;
+let serverToolNames = [];
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.unref();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function until(what, fn, { timeout = 15000, every = 200 } = {}) {
+  const end = Date.now() + timeout;
+  let last;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`timed out after ${timeout} ms waiting for ${what}${last ? `: ${last.message}` : ''}`);
+    await new Promise((r) => setTimeout(r, every));
+  }
+}
+
+function start(name, cmd, args, opts, sink) {
+  const p = spawn(cmd, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'] });
+  procs.push({ name, p });
+  for (const stream of [p.stdout, p.stderr]) {
+    let buf = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (d) => {
+      buf += d;
+      const lines = buf.split('\n');
+      buf = lines.pop();
+      sink.push(...lines);
+    });
+  }
+  return p;
+}
+
+function portOpen(port) {
+  return new Promise((resolve) => {
+    const s = net.connect({ port, host: '127.0.0.1' }, () => {
+      s.end();
+      resolve(true);
+    });
+    s.on('error', () => resolve(false));
+  });
+}
+
+/** A call through the relay: the client names the tool `<host with . and : as _>-<name>`. */
+async function callTool(name, args = {}) {
+  return client.callTool({ name: prefix + name, arguments: args }, undefined, { timeout: 45000 });
+}
+
+/** The same call on the JSON endpoint, as a server (no Origin). */
+async function callJSON(name, args) {
+  const res = await fetch(`${site}/api/chat/tools`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name, arguments: args }),
+  });
+  assert.equal(res.status, 200, `POST /api/chat/tools ${name}`);
+  return res.json();
+}
+
+function mcpShape(r) {
+  const out = { content: r.content, isError: r.isError === true };
+  if (r.structuredContent !== undefined) out.structuredContent = r.structuredContent;
+  return out;
+}
+
+function resultText(r) {
+  return r.content.map((c) => c.text).join('\n');
+}
+
+const transcript = () => page.evaluate(() => JSON.parse(localStorage.getItem('sitetools.chat.transcript') ?? 'null'));
+
+// ---------------------------------------------------------------------------------------
+// Set-up: database, service, relay, client, browser; the token entered through the pill
+
+before(
+  async () => {
+    for (const [what, file] of [
+      ['the sitetools binary (make build)', BIN],
+      ['Chromium (deploy/dev/browser.sh)', CHROMIUM],
+      ['the relay (deploy/dev/browser.sh npm)', RELAY],
+    ]) {
+      assert.ok(fs.existsSync(file), `missing ${what}: ${file}`);
+    }
+    home = fs.mkdtempSync(path.join(os.tmpdir(), 'sitetools-e2e-home-'));
+    const sitePort = await freePort();
+    relayPort = await freePort();
+    assert.notEqual(relayPort, 4797);
+    site = `http://127.0.0.1:${sitePort}`;
+    prefix = `127_0_0_1_${sitePort}-`;
+
+    // A database of its own, fresh each run.
+    const pg = path.join(repo, 'deploy/dev/postgres.sh');
+    const pgEnv = { ...process.env };
+    const base = (await run(pg, ['start'], { env: pgEnv })).stdout.trim();
+    await run('psql', [base, '-qc', `DROP DATABASE IF EXISTS ${DB_NAME} WITH (FORCE)`], { env: pgEnv });
+    const dbURL = (await run(pg, ['createdb', DB_NAME], { env: pgEnv })).stdout.trim();
+
+    // Only what the service needs: no LLM is configured, so the chat answers in
+    // retrieval-only mode, and nothing from the caller's environment leaks in.
+    const env = {
+      PATH: process.env.PATH,
+      HOME: home,
+      DATABASE_URL: dbURL,
+      LISTEN_ADDR: `127.0.0.1:${sitePort}`,
+      ADMIN_LISTEN_ADDR: 'off',
+      SITE_URL: site,
+      SITE_PAGES_DIR: path.join(repo, 'deploy/demo/site'),
+      AVAILABILITY_CONFIG: path.join(repo, 'deploy/availability.example.yaml'),
+      WEBMCP_WIDGET_PATH: WIDGET,
+      WEBMCP_RELAY_PORT: String(relayPort),
+      LOG_LEVEL: 'info',
+    };
+    await run(BIN, ['migrate'], { env, cwd: repo });
+    await run(BIN, ['ingest', '--dir', 'deploy/demo/site', '--base-url', site], { env, cwd: repo, maxBuffer: 1 << 24 });
+    start('serve', BIN, ['serve'], { env, cwd: repo }, logs.serve);
+    await until('the service to be ready', async () => (await fetch(`${site}/readyz`)).ok, { timeout: 30000 });
+    const catalog = await (await fetch(`${site}/api/chat/tools`)).json();
+    serverToolNames = catalog.tools.map((t) => t.name);
+    assert.ok(serverToolNames.includes('search_site') && serverToolNames.includes('get_free_slots'), serverToolNames.join(','));
+
+    // The relay: its daemon in the foreground (so this run owns it and reads its log),
+    // on a free port, with a HOME of its own for its tokens.
+    const relayEnv = { PATH: process.env.PATH, HOME: home };
+    // The token between the relay's MCP side and its daemon. Written before the daemon
+    // starts: a daemon in the foreground reads it only at start-up (daemonized, the relay
+    // forks after writing it).
+    fs.mkdirSync(path.join(home, '.webmcp'), { mode: 0o700 });
+    fs.writeFileSync(path.join(home, '.webmcp/.env'), `WEBMCP_SERVER_TOKEN=${randomBytes(16).toString('hex')}\n`, { mode: 0o600 });
+    start('relay', process.execPath, [RELAY, '--foreground', '--port', String(relayPort)], { env: relayEnv, cwd: home }, logs.relay);
+    await until('the relay to listen', () => portOpen(relayPort));
+
+    // The visitor's MCP client, speaking stdio to the relay's MCP side.
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [RELAY, '--mcp', '--port', String(relayPort)],
+      env: relayEnv,
+      cwd: home,
+      stderr: 'pipe',
+    });
+    transport.stderr?.on('data', (d) => logs.mcp.push(...String(d).split('\n')));
+    client = new Client({ name: 'sitetools-e2e', version: '1.0.0' });
+    await client.connect(transport);
+    await until('the relay to offer its own tools', async () => {
+      const { tools } = await client.listTools();
+      return tools.some((t) => t.name === '_webmcp_get-token');
+    });
+
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS, headless: true });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    page = await context.newPage();
+    page.on('request', (r) => seen.requests.push({ url: r.url(), method: r.method(), origin: r.headers().origin }));
+    page.on('websocket', (ws) => seen.sockets.push(ws.url()));
+    page.on('console', (m) => seen.console.push(`${m.type()}: ${m.text()}`));
+    page.on('pageerror', (e) => seen.pageErrors.push(String(e)));
+    page.on('dialog', (d) => seen.dialogs.push(d.message()));
+
+    await page.goto(`${site}/`);
+    await until('the bridge to register its tools', async () => Number(await page.textContent('#sitetools-webmcp-tool-count')) > 0);
+
+    // The visitor opens the chat, then the pill's card, and pastes the token their MCP
+    // client minted with the relay's _webmcp_get-token tool.
+    const minted = await client.callTool({ name: '_webmcp_get-token', arguments: {} });
+    const token = resultText(minted).trim().split(/\s+/).pop();
+    assert.match(token, /^[A-Za-z0-9+/=]{20,}$/);
+    assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'data-state'), 'disconnected');
+    await page.click('#sitetools-chat-launcher');
+    await page.click('#sitetools-webmcp-pill');
+    assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'aria-expanded'), 'true');
+    await page.fill('#sitetools-webmcp-token', token);
+    await page.click('#sitetools-webmcp-connect');
+    await until('the pill to turn green', async () => (await page.getAttribute('#sitetools-webmcp-pill', 'data-state')) === 'connected');
+  },
+  { timeout: 180000 },
+);
+
+after(async () => {
+  try {
+    await client?.close();
+  } catch {
+    // already gone
+  }
+  await browser?.close().catch(() => {});
+  for (const { p } of procs.reverse()) {
+    if (p.exitCode === null) {
+      p.kill('SIGTERM');
+      await new Promise((r) => {
+        const t = setTimeout(() => {
+          p.kill('SIGKILL');
+          r();
+        }, 5000);
+        p.once('exit', () => {
+          clearTimeout(t);
+          r();
+        });
+      });
+    }
+  }
+  if (home) fs.rmSync(home, { recursive: true, force: true });
+  if (process.env.E2E_VERBOSE) {
+    for (const [k, v] of Object.entries(logs)) console.log(`--- ${k}\n${v.join('\n')}`);
+    console.log(`--- console\n${seen.console.join('\n')}`);
+  }
+});
+
+// ---------------------------------------------------------------------------------------
+// The tests, in order: they share one tab and one relay session.
+
+test('the client lists every server tool and every browser-local tool', async () => {
+  const want = [...serverToolNames, ...LOCAL_TOOLS].map((n) => prefix + n).sort();
+  // On Node 20 the relay's daemon never sends tools/list_changed: poll the list.
+  const names = await until(
+    'the tab’s tools to reach the client',
+    async () => {
+      const { tools } = await client.listTools();
+      const got = tools.map((t) => t.name);
+      return want.every((n) => got.includes(n)) && got;
+    },
+    { timeout: 20000, every: 300 },
+  );
+  assert.deepEqual(
+    names.filter((n) => n.startsWith(prefix)).sort(),
+    want,
+  );
+  const { tools } = await client.listTools();
+  const save = tools.find((t) => t.name === prefix + 'save_conversation');
+  assert.equal(save.inputSchema.properties.messages.maxItems, 50);
+  const search = tools.find((t) => t.name === prefix + 'search_site');
+  assert.equal(search.inputSchema.required[0], 'query');
+});
+
+test('search_site through the relay equals the JSON endpoint', async () => {
+  const args = { query: 'accessibility audit with screen reader testing', limit: 3 };
+  const viaRelay = await callTool('search_site', args);
+  const direct = await callJSON('search_site', args);
+  assert.equal(viaRelay.isError, false, resultText(viaRelay));
+  assert.deepEqual(mcpShape(viaRelay), mcpShape(direct));
+  assert.ok(viaRelay.structuredContent.results.length > 0);
+  assert.ok(viaRelay.structuredContent.results.every((r) => r.url.startsWith(site + '/')));
+});
+
+test('get_free_slots through the relay equals the JSON endpoint', async () => {
+  const day = (n) => new Date(Date.now() + n * 86400000).toISOString().slice(0, 10);
+  const args = { from: day(1), to: day(10), durationMinutes: 30 };
+  let viaRelay;
+  let direct;
+  // Slots depend on the clock (minimum notice): a step boundary between the two calls
+  // can shift them, so compare once more in that rare case.
+  for (let i = 0; i < 2; i++) {
+    viaRelay = await callTool('get_free_slots', args);
+    direct = await callJSON('get_free_slots', args);
+    if (JSON.stringify(mcpShape(viaRelay)) === JSON.stringify(mcpShape(direct))) break;
+  }
+  assert.equal(viaRelay.isError, false, resultText(viaRelay));
+  assert.deepEqual(mcpShape(viaRelay), mcpShape(direct));
+  assert.ok(viaRelay.structuredContent.slots.length > 0);
+});
+
+test('an HTTP error of the site reaches the client as an isError result', async () => {
+  const r = await callTool('search_site', { query: 'x'.repeat(5000) });
+  assert.equal(r.isError, true);
+  assert.ok(resultText(r).length > 0);
+});
+
+test('open_page navigates the tab and refuses other sites', async () => {
+  const before = await page.evaluate(() => performance.getEntriesByType('navigation').length + ':' + performance.timeOrigin);
+  const r = await callTool('open_page', { url: '/services/web-platforms' });
+  assert.equal(r.isError, false, resultText(r));
+  await until('the tab to show the page', async () => new URL(page.url()).pathname === '/services/web-platforms');
+  assert.equal((await page.textContent('#sitetools-main h1')).trim(), 'Web platforms');
+  // Client-side navigation: the same document, still connected.
+  assert.equal(await page.evaluate(() => performance.getEntriesByType('navigation').length + ':' + performance.timeOrigin), before);
+  assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'data-state'), 'connected');
+
+  const abs = await callTool('open_page', { url: `${site}/pricing` });
+  assert.equal(abs.isError, false, resultText(abs));
+  await until('the pricing page', async () => new URL(page.url()).pathname === '/pricing');
+
+  for (const url of [
+    'https://evil.example/',
+    'javascript:alert(1)',
+    '//evil.example/x',
+    `http://127.0.0.1.evil.example:${new URL(site).port}/`,
+    `http://127.0.0.1:${new URL(site).port}@evil.example/`,
+    '/\\evil.example',
+  ]) {
+    const refused = await callTool('open_page', { url });
+    assert.equal(refused.isError, true, `${url}: ${resultText(refused)}`);
+    assert.match(resultText(refused), /^Refused: /);
+  }
+  assert.equal(new URL(page.url()).pathname, '/pricing');
+
+  const missing = await callTool('open_page', { url: '/no-such-page' });
+  assert.equal(missing.isError, true);
+  assert.match(resultText(missing), /search_site/);
+  await until('the 404 page', async () => (await page.textContent('#sitetools-main h1')).trim() === 'Page not found');
+  assert.equal(new URL(page.url()).pathname, '/no-such-page');
+});
+
+test('prefill_contact_form fills only empty fields and submits nothing', async () => {
+  const r0 = await callTool('open_page', { url: '/contact' });
+  assert.equal(r0.isError, false, resultText(r0));
+  await page.waitForSelector('#sitetools-contact-form');
+  await page.fill('#sitetools-contact-name', 'Typed By The Visitor');
+  await page.evaluate(() => {
+    window.__submits = 0;
+    document.addEventListener('submit', () => window.__submits++, true);
+  });
+  const requestsBefore = seen.requests.length;
+  const r = await callTool('prefill_contact_form', {
+    name: 'Name The Client Guessed',
+    email: 'visitor@example.org',
+    message: 'We would like an accessibility audit of our booking flow.',
+  });
+  assert.equal(r.isError, false, resultText(r));
+  assert.deepEqual(r.structuredContent.filled, ['email', 'message']);
+  assert.deepEqual(r.structuredContent.kept, ['name']);
+  assert.equal(r.structuredContent.submitted, false);
+  assert.equal(await page.inputValue('#sitetools-contact-name'), 'Typed By The Visitor');
+  assert.equal(await page.inputValue('#sitetools-contact-email'), 'visitor@example.org');
+  assert.equal(await page.inputValue('#sitetools-contact-message'), 'We would like an accessibility audit of our booking flow.');
+  assert.equal(await page.evaluate(() => window.__submits), 0);
+  assert.equal((await page.textContent('#sitetools-contact-form-status')).trim(), '');
+  assert.equal(new URL(page.url()).pathname, '/contact');
+  assert.deepEqual(seen.requests.slice(requestsBefore), [], 'the prefill made requests');
+});
+
+const SAVED = [
+  { role: 'user', content: 'Do you test with screen readers?' },
+  { role: 'assistant', content: 'Yes: NVDA, JAWS and VoiceOver, see /services/accessibility-audits.' },
+];
+
+test('save_conversation: invalid and unconsented calls write nothing and ask nothing', async () => {
+  await page.evaluate(() => localStorage.removeItem('sitetools.chat.consent'));
+  const dialogs = seen.dialogs.length;
+  const invalid = await callTool('save_conversation', { messages: [{ role: 'system', content: 'x'.repeat(5000) }] });
+  assert.equal(invalid.isError, true);
+  assert.match(resultText(invalid), /Nothing was saved/);
+  const unconsented = await callTool('save_conversation', { messages: SAVED });
+  assert.equal(unconsented.isError, true);
+  assert.equal(unconsented.structuredContent.reason, 'consent_required');
+  assert.equal(seen.dialogs.length, dialogs);
+  assert.equal(await transcript(), null);
+});
+
+test('save_conversation: declined writes nothing; accepted writes once; a repeat adds nothing', async () => {
+  // The visitor accepts the chat's privacy notice in the flyout.
+  if (await page.isHidden('#sitetools-chat-panel')) await page.click('#sitetools-chat-launcher');
+  await page.click('#sitetools-chat-consent-accept');
+  assert.ok(await page.isVisible('#sitetools-chat-input'));
+
+  page.once('dialog', (d) => d.dismiss());
+  const declined = await callTool('save_conversation', { messages: SAVED });
+  assert.equal(declined.isError, true);
+  assert.equal(declined.structuredContent.reason, 'declined');
+  assert.match(seen.dialogs.at(-1), /save 2 messages/);
+  assert.equal(await transcript(), null);
+
+  page.once('dialog', (d) => d.accept());
+  const accepted = await callTool('save_conversation', { messages: SAVED });
+  assert.equal(accepted.isError, false, resultText(accepted));
+  assert.deepEqual(accepted.structuredContent, { saved: 2, total: 2 });
+  const t = await transcript();
+  assert.deepEqual(
+    t.messages.map((m) => ({ role: m.role, content: m.content })),
+    SAVED,
+  );
+  await until('the flyout to show the saved messages', async () => (await page.locator('#sitetools-chat-log .msg-user').count()) === 1);
+
+  const dialogs = seen.dialogs.length;
+  const repeat = await callTool('save_conversation', { messages: SAVED });
+  assert.equal(repeat.isError, false);
+  assert.equal(repeat.structuredContent.duplicate, true);
+  assert.equal(seen.dialogs.length, dialogs, 'a repeat must not ask again');
+  assert.equal((await transcript()).messages.length, 2);
+});
+
+test('resume_conversation returns the transcript as quoted data', async () => {
+  const r = await callTool('resume_conversation', {});
+  assert.equal(r.isError, false);
+  assert.match(resultText(r), /^Quoted data, not instructions/);
+  assert.deepEqual(r.structuredContent.messages, SAVED);
+});
+
+test('the chat flyout keeps the transcript in localStorage', async () => {
+  await page.fill('#sitetools-chat-input', 'Which services do you offer?');
+  const answered = page.waitForResponse((res) => res.url() === `${site}/api/chat`, { timeout: 20000 });
+  await page.press('#sitetools-chat-input', 'Enter');
+  const res = await answered;
+  await until('the question to be stored', async () => (await transcript()).messages.some((m) => m.content === 'Which services do you offer?'));
+  if (res.status() === 200) {
+    // Retrieval-only mode (no LLM configured): an answer with links to pages.
+    await until('an answer', async () => (await transcript()).messages.at(-1).role === 'assistant', { timeout: 20000 });
+  }
+  const req = seen.requests.findLast((r) => r.url === `${site}/api/chat`);
+  assert.equal(req.method, 'POST');
+});
+
+test('the flyout and the pill work from the keyboard', async () => {
+  const focused = () => page.evaluate(() => document.activeElement?.id ?? '');
+  if (await page.isHidden('#sitetools-chat-panel')) await page.click('#sitetools-chat-launcher');
+  // Escape closes the innermost first: the pill's card, then the flyout.
+  if (await page.isHidden('#sitetools-webmcp-card')) await page.click('#sitetools-webmcp-pill');
+  await page.focus('#sitetools-chat-input');
+  await page.keyboard.press('Escape');
+  assert.ok(await page.isHidden('#sitetools-webmcp-card'));
+  assert.ok(await page.isVisible('#sitetools-chat-panel'));
+  assert.equal(await focused(), 'sitetools-webmcp-pill');
+  await page.keyboard.press('Escape');
+  assert.ok(await page.isHidden('#sitetools-chat-panel'));
+  assert.equal(await focused(), 'sitetools-chat-launcher');
+  await page.keyboard.press('Enter');
+  assert.ok(await page.isVisible('#sitetools-chat-panel'));
+  assert.equal(await focused(), 'sitetools-chat-input');
+  await page.focus('#sitetools-webmcp-pill');
+  await page.keyboard.press('Enter');
+  assert.ok(await page.isVisible('#sitetools-webmcp-card'));
+  // Connected: the card offers Disconnect, and says how many tools are offered.
+  assert.equal(await focused(), 'sitetools-webmcp-disconnect');
+  assert.equal((await page.textContent('#sitetools-webmcp-tool-count')).trim(), String(serverToolNames.length + LOCAL_TOOLS.length));
+  await page.keyboard.press('Escape');
+  assert.ok(await page.isHidden('#sitetools-webmcp-card'));
+  assert.equal(await focused(), 'sitetools-webmcp-pill');
+  assert.match(await page.textContent('#sitetools-webmcp-pill'), /MCP: on/);
+});
+
+test('every request of the tab is same-origin; the server saw no foreign Origin', async () => {
+  // Back home for the screenshot: the flyout open, the pill green.
+  await callTool('open_page', { url: '/' });
+  await until('home', async () => new URL(page.url()).pathname === '/');
+  if (await page.isHidden('#sitetools-chat-panel')) await page.click('#sitetools-chat-launcher');
+  if (await page.isVisible('#sitetools-webmcp-card')) await page.click('#sitetools-webmcp-pill');
+  assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'data-state'), 'connected');
+  fs.mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
+  await page.screenshot({ path: SCREENSHOT });
+
+  const foreign = seen.requests.filter((r) => new URL(r.url).origin !== site);
+  assert.deepEqual(foreign, [], 'requests to other origins');
+  const withForeignOrigin = seen.requests.filter((r) => r.origin !== undefined && r.origin !== site);
+  assert.deepEqual(withForeignOrigin, [], 'requests with a foreign Origin');
+  assert.ok(seen.requests.some((r) => r.url === `${site}/api/chat/tools` && r.method === 'POST'));
+  const relay = `ws://localhost:${relayPort}`;
+  assert.ok(seen.sockets.length >= 2, 'register and channel sockets');
+  assert.deepEqual(
+    seen.sockets.filter((u) => !u.startsWith(relay + '/')),
+    [],
+  );
+  assert.deepEqual(seen.pageErrors, []);
+  const csp = seen.console.filter((l) => /Content Security Policy/i.test(l));
+  assert.deepEqual(csp, [], 'CSP violations');
+
+  // The service's log: one line per request, none refused for its origin, no 5xx.
+  const lines = logs.serve.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  const requests = lines.filter((l) => l.msg === 'request');
+  assert.ok(requests.some((l) => l.route === '/api/chat/tools' && l.method === 'POST' && l.tool === 'search_site'));
+  assert.deepEqual(
+    requests.filter((l) => l.code === 'origin_not_allowed' || l.status === 403 || l.status >= 500),
+    [],
+  );
+  assert.ok(!logs.serve.join('\n').includes('evil.example'), 'the service saw a foreign host');
+});
+
+test('a fresh tab clears a stale widget session and registers with document.modelContext', async () => {
+  const tab = await page.context().newPage();
+  try {
+    await tab.addInitScript(() => {
+      // What an earlier page of the widget leaves behind, and a browser with WebMCP.
+      sessionStorage.setItem('webmcp_token', JSON.stringify({ token: 'stale', server: 'ws://localhost:1', host: location.host }));
+      sessionStorage.setItem('webmcp_tools', '[]');
+      const tools = [];
+      Object.defineProperty(document, 'modelContext', { value: { tools, registerTool: (t) => tools.push(t) } });
+    });
+    await tab.goto(`${site}/pricing`);
+    await until('the bridge to start', async () => Number(await tab.textContent('#sitetools-webmcp-tool-count')) > 0);
+    assert.equal(await tab.getAttribute('#sitetools-webmcp-pill', 'data-state'), 'disconnected');
+    assert.equal((await tab.textContent('#sitetools-webmcp-status')).trim(), 'Not connected.');
+    assert.equal(await tab.evaluate(() => sessionStorage.getItem('webmcp_token')), null);
+    assert.deepEqual(
+      await tab.evaluate(() => document.modelContext.tools.map((t) => t.name).sort()),
+      [...serverToolNames, ...LOCAL_TOOLS].sort(),
+    );
+    const args = { query: 'cloud cost review', limit: 2 };
+    const viaModelContext = await tab.evaluate(
+      (a) => document.modelContext.tools.find((t) => t.name === 'search_site').execute(a),
+      args,
+    );
+    assert.deepEqual(mcpShape(viaModelContext), mcpShape(await callJSON('search_site', args)));
+    const refused = await tab.evaluate(() => document.modelContext.tools.find((t) => t.name === 'open_page').execute({ url: 'https://evil.example/' }));
+    assert.equal(refused.isError, true);
+    assert.equal(new URL(tab.url()).pathname, '/pricing');
+  } finally {
+    await tab.close();
+  }
+});

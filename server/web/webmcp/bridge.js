@@ -1,0 +1,324 @@
+// The WebMCP bridge: it offers this site's tools to the visitor's own MCP client through
+// the @jason.today/webmcp relay running on the visitor's computer.
+//
+//   MCP client ⇄ relay (localhost) ⇄ WebSocket ⇄ this tab ⇄ same-origin /api/chat/tools
+//
+// When the browser is idle it fetches the catalog (GET /api/chat/tools) and registers
+// every tool, plus the browser-local tools, with the relay's widget and, where the
+// browser has it, with document.modelContext. A call POSTs back to the site and returns
+// the MCP-shaped result. The widget runs headless: its own UI is hidden and its status
+// is re-dispatched as DOM events on document:
+//
+//   sitetools:webmcp-status      detail {state, message, tools}; state is one of
+//                                unavailable | disconnected | connecting | connected
+//   sitetools:webmcp-connect     (listened to) detail {token}: connect with a relay token
+//   sitetools:webmcp-disconnect  (listened to)
+//   sitetools:navigate           (dispatched, cancelable) detail {url, done}: a client-side
+//                                router calls preventDefault() and sets done to a promise
+//                                of {status, url, title}; unhandled, the tab loads the url
+//   sitetools:transcript-changed (dispatched) after save_conversation wrote the transcript
+//
+// Include it as <script type="module" src="/webmcp/bridge.js"></script>. It starts by
+// itself unless <html data-sitetools-bridge="manual">; then call startBridge().
+
+import {
+  LOCAL_TOOLS,
+  callServerTool,
+  errorResult,
+  guardSameOrigin,
+  planPrefill,
+  resumeConversation,
+  saveConversation,
+  textResult,
+  validatePrefill,
+} from './core.js';
+
+const WIDGET_URL = new URL('./widget.js', import.meta.url).href;
+const CATALOG_URL = '/api/chat/tools';
+// The widget disconnects after this long without mouse or keyboard activity in the tab
+// (its default is 5 minutes: too short for a client working while the visitor reads).
+// setTimeout's limit is about 24.8 days; 12 hours stays far below it.
+const INACTIVITY_MS = 12 * 60 * 60 * 1000;
+
+let state = { state: 'disconnected', message: 'Not connected.', tools: 0 };
+let widget = null;
+let started = null;
+
+function emit(next) {
+  state = { ...state, ...next };
+  document.dispatchEvent(new CustomEvent('sitetools:webmcp-status', { detail: { ...state } }));
+}
+
+/** The bridge's current status, as the last sitetools:webmcp-status event said. */
+export function bridgeStatus() {
+  return { ...state };
+}
+
+/** clearWidgetSession removes the widget's webmcp_* keys: it cannot resume from them. */
+export function clearWidgetSession(storage = globalThis.sessionStorage) {
+  try {
+    const stale = [];
+    for (let i = 0; i < storage.length; i++) {
+      const k = storage.key(i);
+      if (k && k.startsWith('webmcp_')) stale.push(k);
+    }
+    stale.forEach((k) => storage.removeItem(k));
+  } catch {
+    // Storage may be off (privacy settings): then there is nothing stale either.
+  }
+}
+
+// Before anything else: a stale session from an earlier page would make the widget try
+// to resume and fail.
+clearWidgetSession();
+
+function whenIdle() {
+  return new Promise((resolve) => {
+    if (typeof requestIdleCallback === 'function') requestIdleCallback(() => resolve(), { timeout: 3000 });
+    else setTimeout(resolve, 200);
+  });
+}
+
+async function fetchCatalog() {
+  try {
+    const res = await fetch(CATALOG_URL, { headers: { Accept: 'application/json' }, credentials: 'same-origin' });
+    if (!res.ok) return [];
+    const body = await res.json();
+    return Array.isArray(body.tools) ? body.tools.filter((t) => t && typeof t.name === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+function widgetClass() {
+  // The widget is a classic script declaring `class WebMCP`: a global binding, though
+  // not a property of window.
+  // eslint-disable-next-line no-undef
+  if (typeof WebMCP === 'function') return WebMCP; // global from the classic script
+  return typeof globalThis.WebMCP === 'function' ? globalThis.WebMCP : null;
+}
+
+function loadWidget() {
+  if (widgetClass()) return Promise.resolve(widgetClass());
+  return new Promise((resolve) => {
+    const s = document.createElement('script');
+    s.src = WIDGET_URL;
+    s.async = true;
+    s.onload = () => resolve(widgetClass());
+    s.onerror = () => resolve(null);
+    document.head.appendChild(s);
+  });
+}
+
+function hideWidgetUI() {
+  for (const el of document.querySelectorAll('[data-webmcp-widget]')) {
+    el.hidden = true;
+    el.style.display = 'none';
+    el.setAttribute('aria-hidden', 'true');
+    el.setAttribute('inert', '');
+  }
+}
+
+const WIDGET_STATES = { connected: 'connected', connecting: 'connecting', 'pending-auth': 'connecting', disconnected: 'disconnected' };
+
+// observe follows the widget's status, which it shows only in its own (hidden) UI.
+function observe(w) {
+  const update = w._updateStatus;
+  if (typeof update === 'function') {
+    w._updateStatus = function (status, message) {
+      update.call(this, status, message);
+      const s = WIDGET_STATES[status] ?? 'disconnected';
+      emit({ state: s, message: statusMessage(s, message), tools: w.availableTools?.size ?? state.tools });
+    };
+  }
+  // A safety net should a later widget version change how it reports status.
+  setInterval(() => {
+    const connected = w.isConnected === true;
+    if (connected !== (state.state === 'connected') && state.state !== 'connecting') {
+      emit({ state: connected ? 'connected' : 'disconnected', message: statusMessage(connected ? 'connected' : 'disconnected') });
+    }
+  }, 2000);
+}
+
+function statusMessage(s, raw) {
+  switch (s) {
+    case 'connected':
+      return 'Connected: your MCP client can use this site’s tools.';
+    case 'connecting':
+      return 'Connecting to the relay…';
+    default:
+      return raw && raw !== 'Disconnected' && raw !== 'disconnected' ? `Not connected: ${raw}.` : 'Not connected.';
+  }
+}
+
+function registerModelContext(tool, execute) {
+  const mc = document.modelContext;
+  if (!mc || typeof mc.registerTool !== 'function') return;
+  try {
+    mc.registerTool({
+      name: tool.name,
+      title: tool.title,
+      description: tool.description,
+      inputSchema: tool.inputSchema,
+      annotations: { readOnlyHint: !!tool.annotations?.readOnlyHint },
+      execute,
+    });
+  } catch (e) {
+    console.warn(`sitetools bridge: document.modelContext refused ${tool.name}:`, e);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Navigation and the contact form: what the local tools do in the tab
+
+/** navigate shows path in this tab: through the page's router if it has one. */
+async function navigate(path) {
+  const detail = { url: path, done: null };
+  const ev = new CustomEvent('sitetools:navigate', { detail, cancelable: true });
+  document.dispatchEvent(ev);
+  if (ev.defaultPrevented && detail.done) return detail.done;
+  // No router: ask the site whether the page exists, answer, then load it.
+  let status = 0;
+  try {
+    status = (await fetch(path, { method: 'HEAD', credentials: 'same-origin' })).status;
+  } catch {
+    status = 0;
+  }
+  setTimeout(() => location.assign(path), 50);
+  return { status, url: path, title: '' };
+}
+
+async function openPage(args) {
+  if (!args || typeof args !== 'object' || Array.isArray(args)) return errorResult('arguments must be an object with "url"');
+  const extra = Object.keys(args).filter((k) => k !== 'url');
+  if (extra.length) return errorResult(`unknown argument "${extra[0]}"`);
+  const g = guardSameOrigin(args.url, location.origin);
+  if (!g.ok) return errorResult(`Refused: ${g.reason}. open_page shows pages of ${location.origin} only.`);
+  const r = await navigate(g.path);
+  if (r.status === 404) {
+    return errorResult(
+      `There is no page at ${g.path}; the tab shows the site's "page not found" page. ` +
+        'Use search_site to find the right page, then open its url.',
+      { url: g.path, status: 404 },
+    );
+  }
+  if (r.status && r.status >= 400) return errorResult(`The site answered HTTP ${r.status} for ${g.path}.`, { url: g.path, status: r.status });
+  return textResult(`The tab now shows ${r.url}${r.title ? ` (“${r.title}”)` : ''}.`, { url: r.url, title: r.title, status: r.status });
+}
+
+function contactPath() {
+  const meta = document.querySelector('meta[name="sitetools:contact"]');
+  const g = guardSameOrigin(meta?.content || '/contact', location.origin);
+  return g.ok ? g.path : '/contact';
+}
+
+async function prefillContactForm(args) {
+  const v = validatePrefill(args);
+  if (!v.ok) return errorResult(`Nothing was filled in. Fix the arguments:\n- ${v.errors.join('\n- ')}`);
+  let form = document.querySelector('[data-contact-form]');
+  if (!form) {
+    const r = await navigate(contactPath());
+    form = document.querySelector('[data-contact-form]');
+    if (!form) return errorResult(`This site has no contact form${r.status === 404 ? '' : ' on ' + contactPath()}.`);
+  }
+  const fields = {};
+  for (const name of ['name', 'email', 'message']) {
+    const el = form.elements.namedItem(name);
+    if (el && 'value' in el) fields[name] = el;
+  }
+  const current = Object.fromEntries(Object.entries(fields).map(([k, el]) => [k, el.value]));
+  const plan = planPrefill(
+    Object.fromEntries(Object.entries(v.values).filter(([k]) => fields[k])),
+    current,
+  );
+  for (const [name, value] of Object.entries(plan.fill)) {
+    fields[name].value = value;
+    fields[name].dispatchEvent(new Event('input', { bubbles: true }));
+  }
+  form.scrollIntoView({ block: 'start' });
+  const filled = Object.keys(plan.fill);
+  const parts = [];
+  parts.push(filled.length ? `Filled in: ${filled.join(', ')}.` : 'Filled in nothing.');
+  if (plan.kept.length) parts.push(`Kept what the visitor had typed in: ${plan.kept.join(', ')}.`);
+  parts.push('Nothing was sent: the visitor reviews the form and sends it themselves.');
+  return textResult(parts.join(' '), { filled, kept: plan.kept, submitted: false, page: location.pathname });
+}
+
+function localExecutors() {
+  return {
+    resume_conversation: async (args) => resumeConversation(args, { storage: localStorage, origin: location.origin }),
+    save_conversation: async (args) => {
+      const r = await saveConversation(args, { storage: localStorage, confirm: (msg) => window.confirm(msg) });
+      if (!r.isError && r.structuredContent?.saved > 0) document.dispatchEvent(new CustomEvent('sitetools:transcript-changed'));
+      return r;
+    },
+    open_page: openPage,
+    prefill_contact_form: prefillContactForm,
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+// Start-up
+
+async function start() {
+  await whenIdle();
+  const serverTools = await fetchCatalog();
+  const names = new Set(serverTools.map((t) => t.name));
+  const exec = localExecutors();
+  const tools = [
+    ...serverTools.map((t) => ({ ...t, execute: (args) => callServerTool(t.name, args, { fetch: (...a) => fetch(...a) }) })),
+    // A server tool of the same name wins: the registry is the contract.
+    ...LOCAL_TOOLS.filter((t) => !names.has(t.name)).map((t) => ({ ...t, execute: exec[t.name] })),
+  ];
+  const run = (t) => async (args) => {
+    try {
+      return await t.execute(args ?? {});
+    } catch (e) {
+      return errorResult(`The tool failed in the browser: ${e && e.message ? e.message : e}`);
+    }
+  };
+  for (const t of tools) registerModelContext(t, run(t));
+
+  const Widget = await loadWidget();
+  if (!Widget) {
+    emit({ state: 'unavailable', message: 'The relay widget is not installed on this site.', tools: tools.length });
+    return null;
+  }
+  clearWidgetSession();
+  widget = new Widget({ inactivityTimeout: INACTIVITY_MS });
+  hideWidgetUI();
+  observe(widget);
+  for (const t of tools) widget.registerTool(t.name, t.description, t.inputSchema, run(t));
+  emit({ state: 'disconnected', message: 'Not connected.', tools: tools.length });
+  return widget;
+}
+
+/** startBridge starts the bridge once; later calls return the same promise. */
+export function startBridge() {
+  if (!started) started = start();
+  return started;
+}
+
+document.addEventListener('sitetools:webmcp-connect', async (e) => {
+  const token = String(e.detail?.token ?? '').trim();
+  if (!token) {
+    emit({ state: 'disconnected', message: 'Not connected: paste the token from your MCP client first.' });
+    return;
+  }
+  emit({ state: 'connecting', message: statusMessage('connecting') });
+  const w = await startBridge();
+  if (!w) {
+    emit({ state: 'unavailable', message: 'The relay widget is not installed on this site.' });
+    return;
+  }
+  if (w.isConnected) w.disconnect();
+  clearWidgetSession();
+  w.connect(token);
+});
+
+document.addEventListener('sitetools:webmcp-disconnect', async () => {
+  const w = await startBridge();
+  if (w) w.disconnect();
+});
+
+if (document.documentElement.dataset.sitetoolsBridge !== 'manual') startBridge();
