@@ -35,12 +35,16 @@ const (
 	// how fast the index is built, not the index.
 	hnswBuildMemory = "1GB"
 	// The mixture: mixCentres random unit centres; each vector is a centre plus isotropic
-	// normal noise of mixSigma per coordinate, normalised. mixSigma = 1/√384 makes the
-	// noise as long as the centre (‖noise‖ ≈ 1).
+	// normal noise of mixSigma per coordinate, normalised. mixNoise is the noise's
+	// expected length relative to the centre's: at 1 (σ = 1/√384) the clusters are so far
+	// apart that recall is 1.000 from ef_search 40 on and the goal would judge nothing; at
+	// 2 a query's nearest neighbours are barely nearer than its cluster's other members,
+	// harder than embeddings of real text.
 	mixCentres = 1000
+	mixNoise   = 2
 )
 
-var mixSigma = 1 / math.Sqrt(hnswDims)
+var mixSigma = mixNoise / math.Sqrt(hnswDims)
 
 // hnswDataset is one table of vectors and how its rows and queries follow from the seed.
 type hnswDataset struct {
@@ -67,11 +71,12 @@ func hnswDatasets() []hnswDataset {
 			gated:   true,
 			rows:    func(seed uint64) func([]float32) []float32 { return mixture(seed, 3) },
 			queries: func(seed uint64) func([]float32) []float32 { return mixture(seed, 4) },
-			about: fmt.Sprintf("a Gaussian mixture like embeddings of a site's text: %d centres drawn uniformly from the unit sphere "+
-				"(pcg(seed, 2)); each vector picks a centre uniformly (IntN) and adds isotropic normal noise of σ = 1/√%d = %.4f "+
-				"per coordinate (‖noise‖ ≈ 1 = ‖centre‖), then is normalised to unit length and stored as float32; rows from "+
-				"pcg(seed, 3), queries drawn from the same mixture on pcg(seed, 4), so no query is a row of the table",
-				mixCentres, hnswDims, mixSigma),
+			about: fmt.Sprintf("a Gaussian mixture, clustered as embeddings of a site's text are: %d centres drawn uniformly from the "+
+				"unit sphere (standard normal coordinates, normalised, pcg(seed, 2)); each vector picks a centre uniformly (IntN) and "+
+				"adds isotropic normal noise of σ = %d/√%d = %.4f per coordinate (‖noise‖ ≈ %[2]d × ‖centre‖), then is normalised to "+
+				"unit length and stored as float32; rows from pcg(seed, 3), queries drawn from the same mixture on pcg(seed, 4), "+
+				"so no query is a row of the table",
+				mixCentres, mixNoise, hnswDims, mixSigma),
 		},
 		{
 			key:       "uniform",

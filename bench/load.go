@@ -54,6 +54,17 @@ type target struct {
 	// do, when set, replaces the HTTP request: each worker calls it in a closed loop,
 	// and an error counts as one.
 	do func(context.Context) error
+	// cpu, when set, is the CPU time so far of the process serving addr, a subprocess:
+	// its rounds count that process's CPU rather than this one's.
+	cpu func() time.Duration
+}
+
+// cpuNow is the CPU time so far of whatever t's rounds are charged to.
+func (t target) cpuNow() time.Duration {
+	if t.cpu != nil {
+		return t.cpu()
+	}
+	return processCPU()
 }
 
 // clientLabels mark the load generator in CPU profiles.
@@ -64,7 +75,7 @@ type round struct {
 	requests int
 	errors   int
 	elapsed  time.Duration
-	cpu      time.Duration   // CPU time of the whole process: server, client and runtime
+	cpu      time.Duration   // CPU time of this whole process (server, client and runtime), or of the target's subprocess
 	latency  []time.Duration // one per completed request, errors included
 	firstErr error
 }
@@ -88,7 +99,7 @@ func load(ctx context.Context, t target, c int, d time.Duration) round {
 
 	results := make([]round, c)
 	var wg sync.WaitGroup
-	cpu0 := processCPU()
+	cpu0 := t.cpuNow()
 	start := time.Now()
 	for i := range c {
 		wg.Go(func() {
@@ -103,7 +114,7 @@ func load(ctx context.Context, t target, c int, d time.Duration) round {
 		})
 	}
 	wg.Wait()
-	total := round{elapsed: time.Since(start), cpu: processCPU() - cpu0}
+	total := round{elapsed: time.Since(start), cpu: t.cpuNow() - cpu0}
 	for _, r := range results {
 		total.requests += r.requests
 		total.errors += r.errors

@@ -100,12 +100,16 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 // scenario is one comparison: the subject and the baseline answer the same request
 // with the same bytes, and the subject should reach goal × the baseline's throughput,
 // or, for a latency scenario, a median latency of at most goal × the baseline's.
+// Without goal (and judge) the ratio is printed but not judged.
 type scenario struct {
 	name    string
 	about   string // what the subject and the baseline are
 	goal    float64
 	latency bool // the goal is on p50 latency (subject ≤ goal × baseline), not on rps
 	conns   int  // concurrent connections or workers per side (0: -c)
+	// judge, when set, replaces the ratio goal with another one, named by goalText.
+	judge    func(result) bool
+	goalText string
 	// same lists the response headers that must be identical on both sides, beside
 	// the status and the body; the check runs before any load.
 	same     []string

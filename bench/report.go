@@ -80,18 +80,39 @@ func (r result) ratio() float64 {
 	return r.rpsRatio()
 }
 
+// informational is a scenario without a goal: its ratio is printed, not judged.
+func (r result) informational() bool { return r.sc.judge == nil && r.sc.goal == 0 }
+
 func (r result) pass() bool {
-	if r.sc.latency {
+	switch {
+	case r.sc.judge != nil:
+		return r.sc.judge(r)
+	case r.informational():
+		return true
+	case r.sc.latency:
 		return r.ratio() > 0 && r.ratio() <= r.sc.goal
 	}
 	return r.ratio() >= r.sc.goal
 }
 
 func (r result) goalText() string {
-	if r.sc.latency {
+	switch {
+	case r.sc.judge != nil:
+		return r.sc.goalText
+	case r.informational():
+		return "–"
+	case r.sc.latency:
 		return fmt.Sprintf("p50 ≤ %.2f", r.sc.goal)
 	}
 	return fmt.Sprintf("rps ≥ %.2f", r.sc.goal)
+}
+
+// verdict is PASS, MISS or, without a goal, info.
+func (r result) verdict() string {
+	if r.informational() {
+		return "info"
+	}
+	return verdictOf(r.pass())
 }
 
 // cpuRatio is baseline ÷ subject CPU time per request: the throughput ratio the two
@@ -151,7 +172,7 @@ func (rep report) text() string {
 func (rep report) scenarioText(b *strings.Builder) {
 	rows := [][]string{{"scenario", "subject rps", "baseline rps", "rps ratio", "CPU ratio", "p50 ratio", "goal", "result", "subject p50 / p99", "baseline p50 / p99", "errors"}}
 	for _, r := range rep.results {
-		verdict := verdictOf(r.pass())
+		verdict := r.verdict()
 		if r.noisy() {
 			verdict += " (noisy)"
 		}
@@ -184,13 +205,25 @@ func (rep report) scenarioText(b *strings.Builder) {
 			pairs[i] = r.subject.rps[i] / max(r.baseline.rps[i], 1)
 		}
 		fmt.Fprintf(b, "- %s\n", r.sc.name)
-		if r.sc.latency {
-			fmt.Fprintf(b, "  - p50 ratio %.2f = %s %s ÷ %s %s (goal ≤ %.2f: %s)\n", r.p50Ratio(), r.sc.subject.label, duration(r.subject.p50),
-				r.sc.baseline.label, duration(r.baseline.p50), r.sc.goal, verdictOf(r.pass()))
+		goal := "no goal, informational"
+		if !r.informational() {
+			goal = "goal " + r.goalText() + ": " + verdictOf(r.pass())
+		}
+		switch {
+		case r.sc.judge != nil || r.sc.latency:
+			fmt.Fprintf(b, "  - p50 ratio %.2f = %s %s ÷ %s %s; p99 %s %s, %s %s (%s)\n", r.p50Ratio(), r.sc.subject.label, duration(r.subject.p50),
+				r.sc.baseline.label, duration(r.baseline.p50), r.sc.subject.label, duration(r.subject.p99), r.sc.baseline.label, duration(r.baseline.p99), goal)
+		default:
+			fmt.Fprintf(b, "  - rps ratio %.2f = %s %.0f ÷ %s %.0f (%s)\n", r.rpsRatio(), r.sc.subject.label, median(r.subject.rps),
+				r.sc.baseline.label, median(r.baseline.rps), goal)
 		}
 		fmt.Fprintf(b, "  - rps per round: %s %s, %s %s; ratio per pair of rounds: %s\n",
 			r.sc.subject.label, join(r.subject.rps, "%.0f"), r.sc.baseline.label, join(r.baseline.rps, "%.0f"), join(pairs, "%.2f"))
-		fmt.Fprintf(b, "  - CPU per request (whole process, load generator included): %s %s, %s %s; %d + %d requests\n",
+		whose := "whole process, load generator included"
+		if r.sc.subject.cpu != nil && r.sc.baseline.cpu != nil {
+			whose = "each server's own process, load generator excluded"
+		}
+		fmt.Fprintf(b, "  - CPU per request (%s): %s %s, %s %s; %d + %d requests\n", whose,
 			r.sc.subject.label, duration(r.subject.cpuPerRequest()), r.sc.baseline.label, duration(r.baseline.cpuPerRequest()),
 			r.subject.requests, r.baseline.requests)
 		for _, n := range r.notes {

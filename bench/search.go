@@ -230,20 +230,7 @@ func searchViaAPI(t target) ([]sitesearch.Hit, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("search_site: status %d: %s", resp.StatusCode, body)
 	}
-	var out struct {
-		StructuredContent struct {
-			Results  []sitesearch.Hit `json:"results"`
-			Degraded string           `json:"degraded"`
-		} `json:"structuredContent"`
-		IsError bool `json:"isError"`
-	}
-	if err := json.Unmarshal(body, &out); err != nil {
-		return nil, fmt.Errorf("search_site: %w", err)
-	}
-	if out.IsError || out.StructuredContent.Degraded != "" {
-		return nil, fmt.Errorf("search_site: isError %v, degraded %q: the vector half did not run", out.IsError, out.StructuredContent.Degraded)
-	}
-	return out.StructuredContent.Results, nil
+	return searchResults(body, false)
 }
 
 // embeddingSources reads the cost guard's counter of query embeddings by source.

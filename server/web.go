@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -43,7 +44,8 @@ var webFiles embed.FS
 // SITE_PAGES_DIR (none when unset), their 404 pages, and the static files.
 type site struct {
 	pages    map[string]*renderedPage // by URL path
-	notFound map[string]*renderedPage // by language
+	notFound map[string]*renderedPage // by section: "/" and the language roots
+	sections []string
 	rootLang string
 	static   map[string]*staticFile // by URL path
 	csp      string
@@ -69,8 +71,8 @@ type sourcePage struct {
 	body    template.HTML
 }
 
-// Paths outside the pages: a page can never shadow them.
-var reservedPrefixes = []string{"/api/", "/assets/", "/webmcp/", "/mcp", "/healthz", "/readyz"}
+// Paths of the service, each with everything below it: a page can never shadow them.
+var reservedPrefixes = []string{"/api", "/assets", "/webmcp", "/mcp", "/healthz", "/readyz"}
 
 // Pages under these names go to the footer rather than the main navigation.
 var legalNames = []string{"imprint", "impressum", "privacy", "datenschutz", "legal", "terms"}
@@ -271,7 +273,7 @@ func renderMarkdown(src []byte) (template.HTML, error) {
 	if err := md.Convert(src, &out, parser.WithContext(ctx)); err != nil {
 		return "", err
 	}
-	return template.HTML(out.String()), nil //nolint:gosec // goldmark's output without raw HTML
+	return template.HTML(out.String()), nil
 }
 
 // headingIDs gives headings the ids the index gives them as anchors (GitHub style:
@@ -354,12 +356,12 @@ type link struct {
 
 // pageView is what the layout template renders.
 type pageView struct {
-	Lang, Title, SiteName, Home, ContactPath string
-	Nav, Footer, Languages                   []link
-	Body                                     template.HTML
-	Contact                                  bool
-	Topics                                   []string // of the contact form
-	T                                        map[string]string
+	Lang, Title, FullTitle, SiteName, Home, ContactPath string
+	Nav, Footer, Languages                              []link
+	Body                                                template.HTML
+	Contact                                             bool
+	Topics                                              []string // of the contact form
+	T                                                   map[string]string
 }
 
 var layout = template.Must(template.ParseFS(webFiles, "web/templates/*.html"))
@@ -373,7 +375,8 @@ func (s *site) render(pages []*sourcePage) error {
 	if root, ok := byPath["/"]; ok && root.lang != "" {
 		s.rootLang = root.lang
 	}
-	sections := s.sections(byPath)
+	sections := s.findSections(byPath)
+	s.sections = sections
 	for _, p := range pages {
 		if isReserved(p.path) {
 			return fmt.Errorf("server: SITE_PAGES_DIR: page %s would shadow a route of the service", p.path)
@@ -395,7 +398,7 @@ func (s *site) render(pages []*sourcePage) error {
 		v.Body = template.HTML(`<h1>` + template.HTMLEscapeString(v.T["notFoundTitle"]) + `</h1><p>` +
 			template.HTMLEscapeString(v.T["notFoundText"]) + `</p><p><a href="` + template.HTMLEscapeString(sec) + `">` +
 			template.HTMLEscapeString(v.T["notFoundHome"]) + `</a></p>`)
-		if err := s.put(s.notFound, v.Lang, v); err != nil {
+		if err := s.put(s.notFound, sec, v); err != nil {
 			return err
 		}
 	}
@@ -403,6 +406,10 @@ func (s *site) render(pages []*sourcePage) error {
 }
 
 func (s *site) put(m map[string]*renderedPage, key string, v pageView) error {
+	v.FullTitle = v.Title
+	if v.SiteName != "" && !strings.Contains(v.Title, v.SiteName) {
+		v.FullTitle = v.Title + " · " + v.SiteName
+	}
 	var buf bytes.Buffer
 	if err := layout.ExecuteTemplate(&buf, "layout.html", v); err != nil {
 		return fmt.Errorf("server: render %s: %w", key, err)
@@ -411,9 +418,9 @@ func (s *site) put(m map[string]*renderedPage, key string, v pageView) error {
 	return nil
 }
 
-// sections are the site's root "/" and its language roots: top-level folders whose
-// index page is in another language than the root's (e.g. "/de/").
-func (s *site) sections(byPath map[string]*sourcePage) []string {
+// findSections returns the site's root "/" and its language roots: top-level folders
+// whose index page is in another language than the root's (e.g. "/de/").
+func (s *site) findSections(byPath map[string]*sourcePage) []string {
 	out := []string{"/"}
 	for p, page := range byPath {
 		if strings.Count(p, "/") == 2 && strings.HasSuffix(p, "/") && page.lang != "" && page.lang != s.rootLang {
@@ -443,10 +450,10 @@ func (s *site) view(byPath map[string]*sourcePage, sections []string, sec, curre
 	}
 	v := pageView{Lang: lang, Home: sec, T: uiText(lang), ContactPath: "/contact", Topics: contactTopics(lang)}
 	if root := byPath["/"]; root != nil {
-		v.SiteName = cmpOr(root.heading, root.title)
+		v.SiteName = cmp.Or(root.heading, root.title)
 	}
 	if home != nil {
-		v.SiteName = cmpOr(home.heading, v.SiteName)
+		v.SiteName = cmp.Or(home.heading, v.SiteName)
 	}
 	if _, ok := byPath[sec+"contact"]; ok {
 		v.ContactPath = sec + "contact"
@@ -461,7 +468,7 @@ func (s *site) view(byPath map[string]*sourcePage, sections []string, sec, curre
 		if strings.Contains(name, "/") {
 			continue // not a direct child of the section
 		}
-		l := link{Href: p, Label: cmpOr(page.heading, page.title), Current: p == current}
+		l := link{Href: p, Label: cmp.Or(page.heading, page.title), Current: p == current}
 		switch {
 		case slices.Contains(legalNames, name):
 			legal = append(legal, l)
@@ -489,7 +496,7 @@ func (s *site) view(byPath map[string]*sourcePage, sections []string, sec, curre
 		// Legal pages exist once, at the root.
 		for p, page := range byPath {
 			if name := strings.Trim(p, "/"); slices.Contains(legalNames, name) {
-				v.Footer = append(v.Footer, link{Href: p, Label: cmpOr(page.heading, page.title)})
+				v.Footer = append(v.Footer, link{Href: p, Label: cmp.Or(page.heading, page.title)})
 			}
 		}
 		slices.SortFunc(v.Footer, func(a, b link) int { return strings.Compare(a.Href, b.Href) })
@@ -507,16 +514,10 @@ func (s *site) view(byPath map[string]*sourcePage, sections []string, sec, curre
 	return v
 }
 
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 func isReserved(p string) bool {
 	for _, r := range reservedPrefixes {
-		if p == strings.TrimSuffix(r, "/") || strings.HasPrefix(p, r) {
+		r = strings.TrimSuffix(r, "/")
+		if p == r || strings.HasPrefix(p, r+"/") {
 			return true
 		}
 	}
@@ -617,13 +618,7 @@ func (a *App) notFound(c echo.Context) error {
 			return c.Redirect(http.StatusMovedPermanently, alt)
 		}
 	}
-	page := a.site.notFound[a.site.rootLang]
-	for lang, nf := range a.site.notFound {
-		if strings.HasPrefix(p, "/"+lang+"/") {
-			page = nf
-		}
-	}
-	return a.writePage(c, http.StatusNotFound, page)
+	return a.writePage(c, http.StatusNotFound, a.site.notFound[sectionOf(p, a.site.sections)])
 }
 
 func (a *App) writePage(c echo.Context, status int, p *renderedPage) error {

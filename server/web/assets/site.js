@@ -5,11 +5,11 @@
 import './chat.js';
 
 // Paths of the service that are not pages.
-const NOT_PAGES = ['/api/', '/assets/', '/webmcp/', '/mcp', '/healthz', '/readyz'];
+const NOT_PAGES = ['/api', '/assets', '/webmcp', '/mcp', '/healthz', '/readyz'];
 const SWAPPED = ['sitetools-header', 'sitetools-main', 'sitetools-footer'];
 
 function isPage(url) {
-  return url.origin === location.origin && !NOT_PAGES.some((p) => url.pathname === p.replace(/\/$/, '') || url.pathname.startsWith(p));
+  return url.origin === location.origin && !NOT_PAGES.some((p) => url.pathname === p || url.pathname.startsWith(p + '/'));
 }
 
 const announcer = document.createElement('p');

@@ -493,7 +493,7 @@ test('the flyout and the pill work from the keyboard', async () => {
   assert.match(await page.textContent('#sitetools-webmcp-pill'), /MCP: on/);
 });
 
-test('every request of the tab is same-origin; the server saw no foreign Origin', async () => {
+test('every request of the tab is same-origin; the server saw no foreign Origin', async (t) => {
   // Back home for the screenshot: the flyout open, the pill green.
   await callTool('open_page', { url: '/' });
   await until('home', async () => new URL(page.url()).pathname === '/');
@@ -502,6 +502,7 @@ test('every request of the tab is same-origin; the server saw no foreign Origin'
   assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'data-state'), 'connected');
   fs.mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
   await page.screenshot({ path: SCREENSHOT });
+  t.diagnostic(`screenshot of the demo page, flyout open, pill green: ${SCREENSHOT}`);
 
   const foreign = seen.requests.filter((r) => new URL(r.url).origin !== site);
   assert.deepEqual(foreign, [], 'requests to other origins');
@@ -527,6 +528,15 @@ test('every request of the tab is same-origin; the server saw no foreign Origin'
     [],
   );
   assert.ok(!logs.serve.join('\n').includes('evil.example'), 'the service saw a foreign host');
+
+  // The log would show one: every /api request with a foreign Origin is refused and
+  // logged as origin_not_allowed (the log never holds the Origin itself).
+  const probe = await fetch(`${site}/api/chat/tools`, { headers: { Origin: 'https://evil.example' } });
+  assert.equal(probe.status, 403);
+  await until('the refusal in the log', async () =>
+    logs.serve.some((l) => l.includes('"code":"origin_not_allowed"') && l.includes('"status":403')),
+  );
+  assert.ok(!logs.serve.join('\n').includes('evil.example'), 'the log holds an Origin');
 });
 
 test('a fresh tab clears a stale widget session and registers with document.modelContext', async () => {

@@ -18,7 +18,7 @@ export const MAX_RESUME_MESSAGES = 50;
 export const MAX_URL_CHARS = 2048;
 
 // Paths of the service that are not pages: open_page never goes there.
-const NOT_PAGES = ['/api/', '/assets/', '/webmcp/', '/mcp', '/healthz', '/readyz'];
+const NOT_PAGES = ['/api', '/assets', '/webmcp', '/mcp', '/healthz', '/readyz'];
 
 // ---------------------------------------------------------------------------------------
 // Results
@@ -134,7 +134,7 @@ export function guardSameOrigin(input, origin) {
   if (u.username !== '' || u.password !== '') return refuse('urls with user info (user@host) are not allowed');
   if (u.origin !== site.origin) return refuse(`${u.host} is not this site (${site.host})`);
   for (const p of NOT_PAGES) {
-    if (u.pathname === p.replace(/\/$/, '') || u.pathname.startsWith(p)) return refuse(`${u.pathname} is not a page of this site`);
+    if (u.pathname === p || u.pathname.startsWith(p + '/')) return refuse(`${u.pathname} is not a page of this site`);
   }
   return { ok: true, path: u.pathname + u.search + u.hash };
 }

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sitetools/sitetools/internal/postgres"
+	"github.com/sitetools/sitetools/server"
+	"github.com/sitetools/sitetools/tools"
+	"github.com/sitetools/sitetools/tools/appointments"
+)
+
+// The get_free_slots scenario: 31 days over 10 000 bookings, all inside the range, drawn
+// as tools/appointments' BenchmarkFreeSlots31Days10kBookings draws them, in PostgreSQL in
+// a database of their own. The schedule is the example one serve loads through
+// AVAILABILITY_CONFIG; the clock is fixed so that the range stays inside the horizon.
+const (
+	slotsDatabase = "sitetools_bench_slots"
+	slotsSchedule = "deploy/availability.example.yaml"
+	slotsBookings = 10_000
+	slotsDays     = 31
+	slotsGoal     = 2 * time.Millisecond // p99 of FreeSlots with the busy time loaded
+	slotsFrom     = "2027-03-01"         // a Monday, in the schedule's zone
+	slotsTo       = "2027-03-31"         // inclusive: 31 days
+	slotsNow      = "2027-02-26T09:00:00" // the fixed clock, in the schedule's zone
+	// slotsGenerator names how the bookings follow; change it with the code.
+	slotsGenerator = "pcg(1, 2): start = from + IntN(31·24·60) min, length 5 + IntN(25) min"
+)
+
+func slotsName() string {
+	return fmt.Sprintf("get_free_slots, %d days over %s bookings, 1 conn", slotsDays, thousands(slotsBookings))
+}
+
+// slotsParts is the get_free_slots service: its own database, pool and server.
+type slotsParts struct {
+	db       *postgres.DB
+	srv      *http.Server
+	addr     string
+	reused   bool
+	busyRows int
+}
+
+func (p *slotsParts) close() {
+	shutdown(p.srv)
+	p.db.Close()
+}
+
+// slotsScenario sets up the bookings and a service with get_free_slots, built as serve
+// builds it from AVAILABILITY_CONFIG (the schedule, Bookings as the busy source) except
+// for the fixed clock, and compares the whole HTTP call with FreeSlots alone, on the busy
+// intervals the same source returns, loaded once. The goal is on FreeSlots' p99.
+func slotsScenario(ctx context.Context, adminURL string) (scenario, func(), error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return scenario{}, nil, err
+	}
+	f, err := os.Open(filepath.Join(root, slotsSchedule))
+	if err != nil {
+		return scenario{}, nil, err
+	}
+	sched, err := appointments.LoadSchedule(f)
+	f.Close()
+	if err != nil {
+		return scenario{}, nil, fmt.Errorf("%s: %w", slotsSchedule, err)
+	}
+	loc := sched.Location
+	from, err1 := time.ParseInLocation(time.DateOnly, slotsFrom, loc)
+	to, err2 := time.ParseInLocation(time.DateOnly, slotsTo, loc)
+	now, err3 := time.ParseInLocation("2006-01-02T15:04:05", slotsNow, loc)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return scenario{}, nil, fmt.Errorf("slots dates: %v %v %v", err1, err2, err3)
+	}
+	to = to.AddDate(0, 0, 1) // a date as the end includes that day, as the tool reads it
+
+	dbURL, err := createDatabase(ctx, adminURL, slotsDatabase)
+	if err != nil {
+		return scenario{}, nil, err
+	}
+	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+		return scenario{}, nil, err
+	}
+	env := map[string]string{
+		"DATABASE_URL":          dbURL,
+		"LISTEN_ADDR":           "127.0.0.1:0",
+		"ADMIN_LISTEN_ADDR":     "off",
+		"RATE_LIMIT_PER_MINUTE": "0",
+		"AVAILABILITY_CONFIG":   filepath.Join(root, slotsSchedule),
+	}
+	cfg, err := server.LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		return scenario{}, nil, err
+	}
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, cfg.DatabaseMaxConns)
+	if err != nil {
+		return scenario{}, nil, err
+	}
+	p := &slotsParts{db: db}
+	fail := func(err error) (scenario, func(), error) {
+		db.Close()
+		return scenario{}, nil, err
+	}
+	if p.reused, err = ensureBookings(ctx, db, from); err != nil {
+		return fail(err)
+	}
+	bookings := appointments.NewBookings(db)
+	avail := &appointments.Availability{Schedule: sched, Sources: []appointments.BusySource{bookings}, Now: func() time.Time { return now }}
+	tool, err := avail.Tool()
+	if err != nil {
+		return fail(err)
+	}
+	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	app, err := server.New(cfg, server.Options{DB: db, Logger: logger, Bookings: bookings,
+		Register: func(r *tools.Registry) error { return r.Add(tool) }})
+	if err != nil {
+		return fail(err)
+	}
+	if p.srv, p.addr, err = serve(app.Handler(), ""); err != nil {
+		return fail(err)
+	}
+
+	// The busy time exactly as the tool asks its source for it, loaded once.
+	lo := from.Add(-sched.BufferBefore - sched.BufferAfter - 24*time.Hour)
+	hi := to.Add(sched.BufferBefore + sched.BufferAfter + 24*time.Hour)
+	busy, err := bookings.Busy(ctx, lo, hi, loc)
+	if err != nil {
+		p.close()
+		return scenario{}, nil, err
+	}
+	p.busyRows = len(busy)
+	q := appointments.Query{From: from, To: to, Now: now}
+
+	args, err := json.Marshal(map[string]any{"name": "get_free_slots", "arguments": map[string]any{"from": slotsFrom, "to": slotsTo}})
+	if err != nil {
+		p.close()
+		return scenario{}, nil, err
+	}
+	subject := target{label: "sitetools", addr: p.addr, want: http.StatusOK,
+		req: request{method: http.MethodPost, path: "/api/chat/tools", body: args,
+			header: http.Header{"Accept": {"application/json"}, "Content-Type": {"application/json"}}}}
+	baseline := target{label: "FreeSlots", do: func(context.Context) error {
+		appointments.FreeSlots(sched, q, busy)
+		return nil
+	}}
+	sc := scenario{
+		name: slotsName(),
+		about: fmt.Sprintf("get_free_slots through the sitetools public API (POST /api/chat/tools: validation, Bookings.Busy "+
+			"reading the range's bookings from PostgreSQL, FreeSlots, RFC 3339 output, output schema check) vs "+
+			"appointments.FreeSlots alone on the same busy intervals loaded once; the schedule is %s, the clock fixed at %s %s",
+			slotsSchedule, slotsNow, loc),
+		latency:  true,
+		conns:    1,
+		subject:  subject,
+		baseline: baseline,
+		judge:    func(r result) bool { return r.baseline.p99 > 0 && r.baseline.p99 < slotsGoal },
+		goalText: "FreeSlots p99 < " + duration(slotsGoal),
+		check: func() ([]string, error) {
+			resp, body, err := probe(subject)
+			if err != nil {
+				return nil, err
+			}
+			var out struct {
+				IsError           bool                 `json:"isError"`
+				StructuredContent appointments.Output `json:"structuredContent"`
+			}
+			if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &out) != nil || out.IsError {
+				return nil, fmt.Errorf("get_free_slots: status %d: %.300s", resp.StatusCode, body)
+			}
+			slots, truncated := appointments.FreeSlots(sched, q, busy)
+			want := mapSlice(slots, func(s appointments.Slot) appointments.OutputSlot {
+				return appointments.OutputSlot{Start: s.Start.In(loc).Format(time.RFC3339), End: s.End.In(loc).Format(time.RFC3339)}
+			})
+			if !slices.Equal(out.StructuredContent.Slots, want) || out.StructuredContent.Truncated != truncated {
+				return nil, fmt.Errorf("parity: get_free_slots returns %d slots, FreeSlots %d", len(out.StructuredContent.Slots), len(want))
+			}
+			table := "loaded in this run"
+			if p.reused {
+				table = "reused"
+			}
+			return []string{
+				fmt.Sprintf("both give the same %d free slots (truncated %v) for %s..%s (%d days): %s bookings drawn by %q, "+
+					"all inside the range, so the window is booked solid and the work is reading, extending by the buffers "+
+					"and merging the busy time; %s.bookings %s, %d busy intervals per call",
+					len(want), truncated, slotsFrom, slotsTo, slotsDays, thousands(slotsBookings), slotsGenerator, slotsDatabase, table, p.busyRows),
+				"FreeSlots runs as tools/appointments' BenchmarkFreeSlots31Days10kBookings does, one call per iteration on one goroutine",
+			}, nil
+		},
+	}
+	return sc, p.close, nil
+}
+
+// ensureBookings makes the bookings table hold exactly the bench's bookings and reports
+// whether it already did.
+func ensureBookings(ctx context.Context, db *postgres.DB, from time.Time) (bool, error) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	type iv struct{ start, end time.Time }
+	rows := make([]iv, slotsBookings)
+	var sum int64
+	for i := range rows {
+		start := from.Add(time.Duration(rng.IntN(slotsDays*24*60)) * time.Minute)
+		rows[i] = iv{start, start.Add(time.Duration(5+rng.IntN(25)) * time.Minute)}
+		sum += rows[i].start.Unix() + rows[i].end.Unix()
+	}
+	var n, got int64
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(extract(epoch FROM start_at)::bigint + extract(epoch FROM end_at)::bigint), 0)::bigint
+		FROM bookings WHERE cancelled_at IS NULL`).Scan(&n, &got); err != nil {
+		return false, err
+	}
+	var all int64
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM bookings`).Scan(&all); err != nil {
+		return false, err
+	}
+	if n == slotsBookings && all == n && got == sum {
+		return true, nil
+	}
+	if _, err := db.Pool.Exec(ctx, `TRUNCATE bookings`); err != nil {
+		return false, err
+	}
+	i := 0
+	_, err := db.Pool.CopyFrom(ctx, pgx.Identifier{"bookings"}, []string{"start_at", "end_at"}, pgx.CopyFromFunc(func() ([]any, error) {
+		if i == len(rows) {
+			return nil, nil
+		}
+		i++
+		return []any{rows[i-1].start, rows[i-1].end}, nil
+	}))
+	if err != nil {
+		return false, fmt.Errorf("COPY bookings: %w", err)
+	}
+	_, err = db.Pool.Exec(ctx, `ANALYZE bookings`)
+	return false, err
+}
