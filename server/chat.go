@@ -91,6 +91,34 @@ type chatMessageBody struct {
 }
 
 // parseChatBody checks the request strictly and returns the transcript.
+// unexpectedField returns the first member name of the body, or of one of its
+// messages, that is not exactly one of the allowed names.
+func unexpectedField(body []byte) (string, bool) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil {
+		return "", true // the decoder below says what is wrong
+	}
+	for k := range top {
+		switch k {
+		case "conversationId", "messages", "consent":
+		default:
+			return k, false
+		}
+	}
+	var msgs []map[string]json.RawMessage
+	if json.Unmarshal(top["messages"], &msgs) != nil {
+		return "", true
+	}
+	for _, m := range msgs {
+		for k := range m {
+			if k != "role" && k != "content" {
+				return k, false
+			}
+		}
+	}
+	return "", true
+}
+
 func parseChatBody(body []byte, caps Chat) ([]assistant.Message, error) {
 	malformed := func(format string, args ...any) ([]assistant.Message, error) {
 		return nil, tools.Errorf(tools.CodeMalformedRequest, format, args...)
@@ -102,6 +130,11 @@ func parseChatBody(body []byte, caps Chat) ([]assistant.Message, error) {
 	}
 	if trimmed[0] != '{' {
 		return malformed("request body must be a JSON object %s", shape)
+	}
+	// Field names match exactly, as on every endpoint (encoding/json alone would
+	// accept "MESSAGES").
+	if field, ok := unexpectedField(trimmed); !ok {
+		return malformed("unknown field %q: only conversationId, messages and consent are allowed, and role and content in a message", clip(field, 64))
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()

@@ -403,6 +403,8 @@ func TestChatErrors(t *testing.T) {
 		{name: "an array", body: `[]`, wantStatus: 400, wantCode: "malformed_request", wantMessage: "must be a JSON object"},
 		{name: "unknown field", body: `{"messages":[{"role":"user","content":"hi"}],"consent":true,"model":"gpt-5"}`, wantStatus: 400, wantCode: "malformed_request", wantMessage: `unknown field "model"`},
 		{name: "unknown field in a message", body: `{"messages":[{"role":"user","content":"hi","name":"x"}],"consent":true}`, wantStatus: 400, wantCode: "malformed_request", wantMessage: `unknown field "name"`},
+		{name: "field names in another case", body: `{"MESSAGES":[{"role":"user","content":"hi"}],"consent":true}`, wantStatus: 400, wantCode: "malformed_request", wantMessage: `unknown field "MESSAGES"`},
+		{name: "message field in another case", body: `{"messages":[{"Role":"user","content":"hi"}],"consent":true}`, wantStatus: 400, wantCode: "malformed_request", wantMessage: `unknown field "Role"`},
 		{name: "wrong type", body: `{"messages":"hi","consent":true}`, wantStatus: 400, wantCode: "malformed_request", wantMessage: `"messages" has the wrong type`},
 		{name: "consent not a boolean", body: `{"messages":[{"role":"user","content":"hi"}],"consent":"yes"}`, wantStatus: 400, wantCode: "malformed_request", wantMessage: `"consent" has the wrong type`},
 		{name: "no messages", body: `{"consent":true}`, wantStatus: 400, wantCode: "malformed_request", wantMessage: `"messages" is required`},

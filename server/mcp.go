@@ -64,7 +64,7 @@ func (m *mcpChannel) current() http.Handler {
 		Stateless:           true,
 		JSONResponse:        true,
 		MaxRequestBodyBytes: m.a.cfg.BodyLimitBytes,
-		Logger:       m.a.logger,
+		Logger:              m.a.logger,
 		// The same protection, with the proxy's host allowed, is checkMCPHost.
 		DisableLocalhostProtection: true,
 	})

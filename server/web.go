@@ -153,8 +153,23 @@ func (s *site) loadStatic(cfg Config, logger *slog.Logger) error {
 	return nil
 }
 
+// staticTypes fixes the content types of the browser files: the host's mime.types
+// must not decide them (the CSP and nosniff depend on them).
+var staticTypes = map[string]string{
+	".js":   "text/javascript; charset=utf-8",
+	".mjs":  "text/javascript; charset=utf-8",
+	".css":  "text/css; charset=utf-8",
+	".svg":  "image/svg+xml",
+	".json": "application/json",
+	".png":  "image/png",
+	".ico":  "image/x-icon",
+}
+
 func (s *site) addStatic(urlPath string, b []byte) {
-	ct := mime.TypeByExtension(path.Ext(urlPath))
+	ct, ok := staticTypes[path.Ext(urlPath)]
+	if !ok {
+		ct = mime.TypeByExtension(path.Ext(urlPath))
+	}
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
