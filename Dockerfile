@@ -1,5 +1,12 @@
 # syntax=docker/dockerfile:1
-# Multi-stage build: a static binary on distroless, run as a non-root user.
+# Multi-stage build: a static binary on distroless, run as a non-root user, with the
+# WebMCP relay's widget from npm beside it.
+FROM node:22-bookworm-slim AS web
+WORKDIR /web
+COPY server/web/package.json server/web/package-lock.json ./
+COPY server/web/stubs ./stubs
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
@@ -13,8 +20,9 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/sitetools /usr/local/bin/sitetools
+COPY --from=web /web/node_modules/@jason.today/webmcp/src/webmcp.js /usr/share/sitetools/webmcp.js
 USER 65532:65532
-ENV LISTEN_ADDR=:8080
+ENV LISTEN_ADDR=:8080 WEBMCP_WIDGET_PATH=/usr/share/sitetools/webmcp.js
 EXPOSE 8080 9090
 ENTRYPOINT ["/usr/local/bin/sitetools"]
 CMD ["serve"]

@@ -29,6 +29,7 @@ demo: build
 ## test: provision PostgreSQL with pgvector (or use TEST_DATABASE_URL) and run every test
 test: build
 	@url=$$($(PG) start) && \
+	  deploy/dev/proxies.sh && \
 	  $(GO) vet ./... && \
 	  TEST_DATABASE_URL=$$url $(GO) test -race -count=1 -timeout 15m ./... && \
 	  deploy/dev/browser.sh && cd server/web && node --test test/*.test.js && \

@@ -2,7 +2,6 @@ package deploy_test
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/dotenv"
 	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/sitetools/sitetools/server"
 )
 
 // loadCompose loads deploy/compose.yaml as `docker compose -f deploy/compose.yaml` would,
@@ -159,6 +160,19 @@ func TestCompose(t *testing.T) {
 				}
 			}
 		}
+		// Each container's configuration loads as the service loads it at start-up
+		// (migrate and ingest run without the admin listener).
+		for _, name := range []string{"migrate", "ingest", "sitetools"} {
+			e := svc(name).Environment
+			if _, err := server.LoadConfig(func(k string) string {
+				if k == "ADMIN_LISTEN_ADDR" && name != "sitetools" {
+					return "off"
+				}
+				return deref(e[k])
+			}); err != nil {
+				t.Errorf("%s: the configuration does not load:\n%v", name, err)
+			}
+		}
 		env := svc("sitetools").Environment
 		want := map[string]string{
 			"EMBEDDINGS_PROVIDER":   "openai",
@@ -176,7 +190,7 @@ func TestCompose(t *testing.T) {
 		}
 		for k, v := range want {
 			if got := env[k]; got == nil || *got != v {
-				t.Errorf("sitetools %s = %v, want %q", k, deref(got), v)
+				t.Errorf("sitetools %s = %q, want %q", k, deref(got), v)
 			}
 		}
 		mounts := map[string]string{}
@@ -192,8 +206,8 @@ func TestCompose(t *testing.T) {
 			"AVAILABILITY_CONFIG": "availability.example.yaml",
 		} {
 			target := deref(env[variable])
-			if got := mounts[fmt.Sprint(target)]; got != filepath.Join(root(t), "deploy", source) {
-				t.Errorf("%s=%v is mounted from %q, want deploy/%s", variable, target, got, source)
+			if got := mounts[target]; got != filepath.Join(root(t), "deploy", source) {
+				t.Errorf("%s=%q is mounted from %q, want deploy/%s", variable, target, got, source)
 			}
 			if _, err := os.Stat(filepath.Join(root(t), "deploy", source)); err != nil {
 				t.Errorf("%s: %v", variable, err)
@@ -249,9 +263,9 @@ func TestCompose(t *testing.T) {
 	})
 }
 
-func deref(s *string) any {
+func deref(s *string) string {
 	if s == nil {
-		return nil
+		return ""
 	}
 	return *s
 }

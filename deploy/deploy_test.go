@@ -37,8 +37,8 @@ func readFile(t testing.TB, path string) []byte {
 // files (the chat's, the site pages'), which may use them before the README's table
 // lists them.
 var announcedVariables = []string{
-	"LLM_BASE_URL", "LLM_API_KEY", "LLM_MODEL", "LLM_TOOL_MODE", "LLM_DAILY_TOKEN_BUDGET", "CHAT_PERSONA_FILE",
-	"SITE_PAGES_DIR",
+	"LLM_BASE_URL", "LLM_API_KEY", "LLM_MODEL", "LLM_TOOL_MODE", "LLM_DAILY_TOKEN_BUDGET", "LLM_PRICE_PER_MTOK",
+	"CHAT_PERSONA_FILE", "SITE_PAGES_DIR",
 }
 
 // runtimeVariables are read by the Go runtime, not by sitetools.

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -138,7 +139,7 @@ func TestProxiesPassThrough(t *testing.T) {
 			}
 
 			t.Run("site and catalog", func(t *testing.T) {
-				for _, path := range []string{"/", "/services/", "/api/chat/tools"} {
+				for _, path := range []string{"/", "/services/", "/api/chat/tools", "/webmcp/bridge.js"} {
 					resp, err := http.Get(base + path)
 					if err != nil {
 						t.Fatal(err)
@@ -265,45 +266,47 @@ func startCaddy(t *testing.T, upstream, listen string) {
 		"--config", filepath.Join(root(t), "deploy", "proxy", "Caddyfile"))
 }
 
-// startProcess starts a proxy and stops it (SIGTERM, then SIGKILL) when the test ends.
+// startProcess starts a proxy in a process group of its own and, when the test ends,
+// stops the whole group (SIGTERM, then SIGKILL): nginx's workers too.
 func startProcess(t *testing.T, env []string, name string, args ...string) {
 	t.Helper()
-	var out strings.Builder
+	// A file, not a pipe: Wait must not wait for workers that inherited it.
+	out, err := os.CreateTemp(t.TempDir(), "output")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = &syncWriter{w: &out}, &syncWriter{w: &out}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	output := func() string {
+		b, _ := os.ReadFile(out.Name())
+		return string(b)
+	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
+		group := -cmd.Process.Pid
+		_ = syscall.Kill(group, syscall.SIGTERM)
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
+		case <-time.After(10 * time.Second):
+			// The master is still there: the group is still ours.
+			_ = syscall.Kill(group, syscall.SIGKILL)
 			<-done
 		}
+		out.Close()
 		if t.Failed() {
-			t.Logf("%s output:\n%s", filepath.Base(name), out.String())
+			t.Logf("%s output:\n%s", filepath.Base(name), output())
 		}
 	})
 	// A proxy that exits at once has a configuration problem.
 	select {
 	case err := <-done:
-		t.Fatalf("%s exited: %v\n%s", name, err, out.String())
+		t.Fatalf("%s exited: %v\n%s", name, err, output())
 	case <-time.After(200 * time.Millisecond):
 	}
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }

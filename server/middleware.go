@@ -160,6 +160,23 @@ func methodNotAllowed(allow string) echo.HandlerFunc {
 // ipExtractor finds the client address: the socket peer, or, when the peer is a trusted
 // proxy, the nearest untrusted address in X-Forwarded-For.
 func ipExtractor(trusted []netip.Prefix) echo.IPExtractor {
+	tcp := tcpIPExtractor(trusted)
+	return func(r *http.Request) string {
+		if _, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+			return tcp(r)
+		}
+		// A Unix socket: only a process on this machine, the reverse proxy, can connect,
+		// so the address it appended to X-Forwarded-For is the client's.
+		xff := r.Header.Get("X-Forwarded-For")
+		last := strings.TrimSpace(xff[strings.LastIndex(xff, ",")+1:])
+		if a, err := netip.ParseAddr(last); err == nil {
+			return a.String()
+		}
+		return "unix"
+	}
+}
+
+func tcpIPExtractor(trusted []netip.Prefix) echo.IPExtractor {
 	if len(trusted) == 0 {
 		return echo.ExtractIPDirect()
 	}

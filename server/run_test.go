@@ -9,7 +9,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -227,5 +229,43 @@ func TestConfigErrorsNameEveryVariable(t *testing.T) {
 	}
 	if n := strings.Count(err.Error(), "\n") + 1; n != 9 {
 		t.Errorf("%d lines, want one per problem (9):\n%v", n, err)
+	}
+}
+
+// TestUnixSocketClientsAreTheProxysForwardedAddresses: behind a reverse proxy on a Unix
+// socket, each forwarded address is its own client for the rate limit.
+func TestUnixSocketClientsAreTheProxysForwardedAddresses(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	cfg := testConfig(t, "postgres://unused", map[string]string{"LISTEN_ADDR": "unix:" + sock, "RATE_LIMIT_PER_MINUTE": "1"})
+	var counter atomic.Int64
+	app, err := server.New(cfg, server.Options{DB: pgtest.NewDB(t), Register: func(r *tools.Registry) error { return registerTestTools(r, &counter) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.Serve(ctx, ln, nil) }()
+	t.Cleanup(func() { stop(); <-done })
+	client := unixClient(sock)
+	call := func(xff string) int {
+		req, _ := http.NewRequest(http.MethodPost, "http://site/api/chat/tools", strings.NewReader(`{"name":"echo","arguments":{"text":"a"}}`))
+		req.Header.Set("Content-Type", "application/json")
+		if xff != "" {
+			req.Header.Set("X-Forwarded-For", xff)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	got := []int{call("203.0.113.1"), call("198.51.100.9, 203.0.113.2"), call("203.0.113.1"), call("203.0.113.3")}
+	if want := []int{200, 200, 429, 200}; !slices.Equal(got, want) {
+		t.Fatalf("statuses %v, want %v", got, want)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
 
 	"github.com/sitetools/sitetools/migrations"
 	"github.com/sitetools/sitetools/tools"
@@ -76,7 +77,14 @@ func newProvider(url string) (*goose.Provider, *sql.DB, error) {
 		return nil, nil, err
 	}
 	sqldb := stdlib.OpenDB(*cfg)
-	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, migrations.FS)
+	// An advisory lock: two `sitetools migrate` at once (two deploys, a Job retried)
+	// take turns instead of colliding.
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
+	if err != nil {
+		sqldb.Close()
+		return nil, nil, err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, migrations.FS, goose.WithSessionLocker(locker))
 	if err != nil {
 		sqldb.Close()
 		return nil, nil, err
@@ -143,7 +151,9 @@ func (db *DB) Ready(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if v != latestVersion {
+	// A newer schema is fine: migrations are forward-only and additive, so the previous
+	// version keeps serving while a rolling upgrade replaces it.
+	if v < latestVersion {
 		return &SchemaOutdatedError{Have: v, Want: latestVersion}
 	}
 	return nil

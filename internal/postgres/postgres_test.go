@@ -45,11 +45,36 @@ func TestMigrateIsIdempotentAndReadyNeedsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	// A newer schema (the next release migrated first, during a rolling upgrade) is ready.
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO goose_db_version (version_id, is_applied) VALUES ($1, true)`, postgres.LatestVersion()+1); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Ready(ctx); err != nil {
+		t.Fatalf("Ready with a newer schema: %v", err)
+	}
 	if _, err := db.Pool.Exec(ctx, `DELETE FROM goose_db_version WHERE version_id > 0`); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Ready(ctx); err == nil {
 		t.Fatal("Ready with an unmigrated schema")
+	}
+}
+
+func TestConcurrentMigrationsTakeTurns(t *testing.T) {
+	// A fresh, empty database: both runs race to migrate it.
+	url := pgtest.NewEmptyURL(t)
+	const runs = 8
+	errs := make(chan error, runs)
+	for range runs {
+		go func() {
+			_, err := postgres.Migrate(context.Background(), url)
+			errs <- err
+		}()
+	}
+	for range runs {
+		if err := <-errs; err != nil {
+			t.Fatalf("concurrent migrate: %v", err)
+		}
 	}
 }
 

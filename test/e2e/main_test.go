@@ -136,6 +136,7 @@ func start(t *testing.T, vars map[string]string, args ...string) *proc {
 	p := &proc{cmd: exec.Command(binary, args...), out: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd.Env = env(vars)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	p.cmd.WaitDelay = 5 * time.Second
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

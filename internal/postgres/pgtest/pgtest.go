@@ -74,6 +74,32 @@ func NewURL(t testing.TB) string {
 	return withDatabase(t, admin, name)
 }
 
+// NewEmptyURL creates an empty database (not migrated) for this test and returns its URL.
+func NewEmptyURL(t testing.TB) string {
+	t.Helper()
+	admin := AdminURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatalf("pgtest: connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	name := "t_" + randomHex(8)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("pgtest: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, admin); err == nil {
+			defer c.Close(ctx)
+			_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		}
+	})
+	return withDatabase(t, admin, name)
+}
+
 // NewDB is NewURL plus an open pool, closed when the test ends.
 func NewDB(t testing.TB) *postgres.DB {
 	t.Helper()

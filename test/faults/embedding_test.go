@@ -1,0 +1,116 @@
+package faults_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sitetools/sitetools/internal/llm/llmtest"
+	"github.com/sitetools/sitetools/internal/postgres/pgtest"
+)
+
+// TestEmbeddingProviderFaults: with the embedding provider slow (10s per request) or
+// down (500 on every request), search_site still answers within EMBEDDINGS_TIMEOUT plus
+// a little, from full-text, with results and degraded "embedding_unavailable"; when
+// the provider is back, searches run hybrid again without a restart.
+func TestEmbeddingProviderFaults(t *testing.T) {
+	const (
+		timeout = time.Second     // EMBEDDINGS_TIMEOUT
+		slack   = 2 * time.Second // process scheduling under a loaded test run
+		workers = 4               // concurrent searches per fault
+	)
+	provider := llmtest.NewServer(t, 64)
+	vars := map[string]string{
+		"DATABASE_URL":          pgtest.NewURL(t),
+		"LISTEN_ADDR":           freeAddr(t),
+		"ADMIN_LISTEN_ADDR":     "off",
+		"RATE_LIMIT_PER_MINUTE": "0",
+		"EMBEDDINGS_PROVIDER":   "openai",
+		"EMBEDDINGS_BASE_URL":   provider.BaseURL(),
+		"EMBEDDINGS_MODEL":      "fake-embedding",
+		"EMBEDDINGS_DIMENSIONS": "64",
+		"EMBEDDINGS_TIMEOUT":    timeout.String(),
+	}
+	ingestDemo(t, vars)
+	serveBinary(t, vars)
+	base := "http://" + vars["LISTEN_ADDR"]
+	client := &http.Client{}
+	defer client.CloseIdleConnections()
+
+	// Each query is new, so that no cache answers it and every search asks the provider.
+	n := 0
+	search := func() reply {
+		n++
+		ctx, cancel := context.WithTimeout(context.Background(), timeout+slack+10*time.Second)
+		defer cancel()
+		return callTool(ctx, client, base, "search_site", map[string]any{"query": fmt.Sprintf("accessibility audit price %d", n)})
+	}
+	check := func(t *testing.T, r reply, wantDegraded string) {
+		t.Helper()
+		if r.err != nil || r.status != http.StatusOK {
+			t.Fatalf("search: %s", r)
+		}
+		res, err := r.tool()
+		if err != nil || res.IsError {
+			t.Fatalf("search: isError or not a tool result (%v): %s", err, r)
+		}
+		if res.StructuredContent.Degraded != wantDegraded {
+			t.Errorf("degraded %q, want %q", res.StructuredContent.Degraded, wantDegraded)
+		}
+		if len(res.StructuredContent.Results) == 0 {
+			t.Errorf("no results: %s", r)
+		}
+		if wantDegraded != "" && r.latency > timeout+slack {
+			t.Errorf("degraded answer after %v; EMBEDDINGS_TIMEOUT is %v", r.latency, timeout)
+		}
+	}
+
+	t.Run("healthy", func(t *testing.T) {
+		check(t, search(), "")
+	})
+
+	for _, fault := range []struct {
+		name  string
+		set   func()
+		reset func()
+	}{
+		{"slow 10s", func() { provider.SetDelay(10 * time.Second) }, func() { provider.SetDelay(0) }},
+		{"down 500", func() { provider.SetFail(http.StatusInternalServerError) }, func() { provider.SetFail(0) }},
+	} {
+		t.Run(fault.name, func(t *testing.T) {
+			fault.set()
+			defer fault.reset()
+			calls := provider.Calls()
+			replies := make([]reply, workers)
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			for i := range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					mu.Lock()
+					n++
+					q := fmt.Sprintf("cloud cost review %d", n)
+					mu.Unlock()
+					ctx, cancel := context.WithTimeout(context.Background(), timeout+slack+10*time.Second)
+					defer cancel()
+					replies[i] = callTool(ctx, client, base, "search_site", map[string]any{"query": q})
+				}()
+			}
+			wg.Wait()
+			for _, r := range replies {
+				check(t, r, "embedding_unavailable")
+			}
+			if provider.Calls() < calls+workers {
+				t.Errorf("the provider got %d calls for %d new queries: the searches did not try it", provider.Calls()-calls, workers)
+			}
+		})
+	}
+
+	t.Run("recovered", func(t *testing.T) {
+		check(t, search(), "")
+	})
+}

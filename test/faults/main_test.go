@@ -1,0 +1,489 @@
+// Package faults_test puts sitetools under the faults a deployment meets — the database
+// stopped under load, a slow or failing embedding provider, a chat model that dies or
+// hangs mid-stream, SIGTERM with requests in flight — and asserts what the service does
+// about each, within bounded time, on loopback only.
+package faults_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// binary is the sitetools binary: SITETOOLS_BIN, or built once by TestMain.
+var binary string
+
+func TestMain(m *testing.M) {
+	if bin := os.Getenv("SITETOOLS_BIN"); bin != "" {
+		binary = bin
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "sitetools-faults-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "sitetools")
+	build := exec.Command("go", "build", "-trimpath", "-o", binary, ".")
+	build.Dir = repoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "faults: go build: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// repoRoot is the repository's root directory.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+func demoSite() string { return filepath.Join(repoRoot(), "deploy", "demo", "site") }
+
+func availabilityConfig() string {
+	return filepath.Join(repoRoot(), "deploy", "availability.example.yaml")
+}
+
+const adminToken = "faults-admin-token-0123456789"
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// env is a process environment: nothing of the test's own besides PATH and HOME.
+func env(vars map[string]string) []string {
+	out := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	for k, v := range vars {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+func merge(maps ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range maps {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// proc is a running sitetools process.
+type proc struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error // once done is closed
+}
+
+// start runs the binary; it is killed when the test ends if it still runs, and its
+// output is logged if the test failed.
+func start(t *testing.T, vars map[string]string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(binary, args...), out: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Env = env(vars)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	p.cmd.WaitDelay = 5 * time.Second
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("sitetools %s output:\n%s", strings.Join(args, " "), p.out.String())
+		}
+	})
+	return p
+}
+
+func (p *proc) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// runCmd runs the binary to completion and returns its output.
+func runCmd(t *testing.T, vars map[string]string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, binary, args...)
+	c.Env = env(vars)
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sitetools %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// ingestDemo indexes the demo site into the database of vars.
+func ingestDemo(t *testing.T, vars map[string]string) {
+	t.Helper()
+	runCmd(t, vars, "ingest", "--dir", demoSite(), "--base-url", "https://site.example")
+}
+
+// waitReady polls base/readyz until it answers 200, failing if alive reports an error
+// (the service stopped) or after 30s.
+func waitReady(t *testing.T, base string, alive func() error) {
+	t.Helper()
+	client := &http.Client{Timeout: 2 * time.Second}
+	defer client.CloseIdleConnections()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := alive(); err != nil {
+			t.Fatalf("sitetools stopped before it was ready: %v", err)
+		}
+		resp, err := client.Get(base + "/readyz")
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			err = fmt.Errorf("status %d", resp.StatusCode)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sitetools not ready after 30s: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (p *proc) alive() error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("exited: %v", p.err)
+	default:
+		return nil
+	}
+}
+
+// serveBinary starts `sitetools serve` with vars and waits until it is ready.
+func serveBinary(t *testing.T, vars map[string]string) *proc {
+	t.Helper()
+	p := start(t, vars, "serve")
+	waitReady(t, "http://"+vars["LISTEN_ADDR"], p.alive)
+	return p
+}
+
+// reply is one HTTP exchange as a client saw it.
+type reply struct {
+	status  int
+	header  http.Header
+	body    []byte
+	start   time.Time
+	latency time.Duration
+	err     error // transport failure, deadline, or a body cut short
+}
+
+func do(ctx context.Context, client *http.Client, method, url string, body any, header map[string]string) reply {
+	r := reply{start: time.Now()}
+	defer func() { r.latency = time.Since(r.start) }()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			r.err = err
+			return r
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		r.err = err
+		r.latency = time.Since(r.start)
+		return r
+	}
+	defer resp.Body.Close()
+	r.status, r.header = resp.StatusCode, resp.Header
+	r.body, r.err = io.ReadAll(resp.Body)
+	r.latency = time.Since(r.start)
+	return r
+}
+
+func callTool(ctx context.Context, client *http.Client, base, name string, args any) reply {
+	return do(ctx, client, http.MethodPost, base+"/api/chat/tools", map[string]any{"name": name, "arguments": args}, nil)
+}
+
+// toolResult is the part of a tool call's answer the scenarios look at.
+type toolResult struct {
+	IsError           bool `json:"isError"`
+	StructuredContent struct {
+		Results  []json.RawMessage `json:"results"`
+		Degraded string            `json:"degraded"`
+		Slots    []json.RawMessage `json:"slots"`
+	} `json:"structuredContent"`
+}
+
+func (r reply) tool() (toolResult, error) {
+	var res toolResult
+	err := json.Unmarshal(r.body, &res)
+	return res, err
+}
+
+// errorCode is the code of the one error body shape, "" if the body is not one.
+func (r reply) errorCode() string {
+	var b struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(r.body, &b)
+	return b.Error.Code
+}
+
+func (r reply) String() string {
+	if r.err != nil {
+		return fmt.Sprintf("error after %v: %v", r.latency.Round(time.Millisecond), r.err)
+	}
+	body := string(r.body)
+	if len(body) > 300 {
+		body = body[:300] + "…"
+	}
+	return fmt.Sprintf("%d after %v: %s", r.status, r.latency.Round(time.Millisecond), body)
+}
+
+// booking is what POST /admin/bookings takes.
+type booking struct {
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	Title    string    `json:"title"`
+	Attendee string    `json:"attendee"`
+	Notes    string    `json:"notes"`
+}
+
+func newBooking(n int) booking {
+	start := time.Now().UTC().Truncate(time.Hour).AddDate(0, 0, 90).Add(time.Duration(n) * time.Hour)
+	return booking{
+		Start: start, End: start.Add(45 * time.Minute),
+		Title:    fmt.Sprintf("Intro call %d", n),
+		Attendee: fmt.Sprintf("visitor-%d@example.com", n),
+		Notes:    fmt.Sprintf("notes of booking %d: ü, 漢字, \"quotes\"", n),
+	}
+}
+
+func postBooking(ctx context.Context, client *http.Client, adminBase, key string, b booking) reply {
+	return do(ctx, client, http.MethodPost, adminBase+"/admin/bookings", b, map[string]string{
+		"Authorization": "Bearer " + adminToken, "Idempotency-Key": key,
+	})
+}
+
+// created is POST /admin/bookings' answer.
+type created struct {
+	Booking struct {
+		ID       string    `json:"id"`
+		Start    time.Time `json:"start"`
+		End      time.Time `json:"end"`
+		Title    string    `json:"title"`
+		Attendee string    `json:"attendee"`
+		Notes    string    `json:"notes"`
+	} `json:"booking"`
+	Replayed bool `json:"replayed"`
+}
+
+// sseEvent is one server-sent event of POST /api/chat.
+type sseEvent struct {
+	Name string
+	Data json.RawMessage
+}
+
+// chatStream is an open POST /api/chat response, read event by event.
+type chatStream struct {
+	resp *http.Response
+	r    *bufio.Reader
+}
+
+func chatBody(question string) map[string]any {
+	return map[string]any{
+		"conversationId": "faults",
+		"messages":       []map[string]string{{"role": "user", "content": question}},
+		"consent":        true,
+	}
+}
+
+// openChat posts a chat turn and returns its stream once the response headers arrived.
+func openChat(ctx context.Context, client *http.Client, base, question string) (*chatStream, error) {
+	b, _ := json.Marshal(chatBody(question))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/chat", bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return nil, fmt.Errorf("chat: status %d, %s: %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	return &chatStream{resp: resp, r: bufio.NewReader(resp.Body)}, nil
+}
+
+// next returns the next event; io.EOF when the stream ended cleanly.
+func (s *chatStream) next() (sseEvent, error) {
+	var ev sseEvent
+	for {
+		line, err := s.r.ReadString('\n')
+		if err != nil {
+			if errors.Is(err, io.EOF) && line == "" && ev.Name == "" {
+				return ev, io.EOF
+			}
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return ev, err
+		}
+		line = strings.TrimSuffix(line, "\n")
+		switch {
+		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, "event: "):
+			ev.Name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			ev.Data = json.RawMessage(strings.TrimPrefix(line, "data: "))
+			if !json.Valid(ev.Data) {
+				return ev, fmt.Errorf("event data is not JSON: %q", line)
+			}
+		case line == "":
+			if ev.Name != "" {
+				return ev, nil
+			}
+		default:
+			return ev, fmt.Errorf("unexpected line %q", line)
+		}
+	}
+}
+
+// rest reads the stream to its end and returns its events; err is nil only if the
+// server closed the stream cleanly.
+func (s *chatStream) rest() ([]sseEvent, error) {
+	defer s.resp.Body.Close()
+	var out []sseEvent
+	for {
+		ev, err := s.next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ev)
+	}
+}
+
+func (s *chatStream) close() { s.resp.Body.Close() }
+
+// text is the answer's text: the message.delta events joined.
+func text(events []sseEvent) string {
+	var b strings.Builder
+	for _, e := range events {
+		if e.Name == "message.delta" {
+			var d struct{ Text string }
+			_ = json.Unmarshal(e.Data, &d)
+			b.WriteString(d.Text)
+		}
+	}
+	return b.String()
+}
+
+func names(events []sseEvent) []string {
+	var out []string
+	for _, e := range events {
+		if len(out) > 0 && e.Name == "message.delta" && out[len(out)-1] == "message.delta" {
+			continue
+		}
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+// refused reports whether a new TCP connection to addr is refused.
+func refused(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return true
+	}
+	c.Close()
+	return false
+}
+
+// eventually polls cond every 10ms until it holds or d passed.
+func eventually(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
