@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -179,15 +180,21 @@ func (a *App) Serve(ctx context.Context, pub, adm net.Listener) error {
 	a.logger.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
 	defer cancel()
-	var errs []error
-	for _, s := range servers {
-		if err := s.srv.Shutdown(shutdownCtx); err != nil {
-			errs = append(errs, fmt.Errorf("%s shutdown: %w", s.name, err))
-		}
+	// Both listeners stop accepting at once and drain side by side, each with the whole
+	// shutdown timeout.
+	errs := make([]error, len(servers)+1)
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.srv.Shutdown(shutdownCtx); err != nil {
+				errs[i] = fmt.Errorf("%s shutdown: %w", s.name, err)
+			}
+		}()
 	}
-	if serveErr != nil {
-		errs = append(errs, serveErr)
-	}
+	wg.Wait()
+	errs[len(servers)] = serveErr
 	return errors.Join(errs...)
 }
 

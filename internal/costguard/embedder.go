@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/sitetools/sitetools/internal/llm"
+	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/tools"
 )
 
@@ -143,7 +144,7 @@ func (q *QueryEmbedder) load(ctx context.Context, key [32]byte, channel, tool, q
 		}
 		return embedResult{vec: v}, nil
 	case !errors.Is(err, pgx.ErrNoRows):
-		return embedResult{}, fmt.Errorf("costguard.EmbedQuery: cache: %w", err)
+		return embedResult{}, postgres.Wrap("costguard.EmbedQuery: cache", err)
 	}
 
 	// A conservative estimate: providers' tokenizers differ a little from ours.

@@ -101,9 +101,12 @@ func TestEmbeddingProviderFaults(t *testing.T) {
 				}()
 			}
 			wg.Wait()
+			var slowest time.Duration
 			for _, r := range replies {
 				check(t, r, "embedding_unavailable")
+				slowest = max(slowest, r.latency)
 			}
+			t.Logf("%d concurrent searches degraded, the slowest after %v (EMBEDDINGS_TIMEOUT %v)", workers, slowest.Round(time.Millisecond), timeout)
 			if provider.Calls() < calls+workers {
 				t.Errorf("the provider got %d calls for %d new queries: the searches did not try it", provider.Calls()-calls, workers)
 			}

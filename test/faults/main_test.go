@@ -84,16 +84,6 @@ func env(vars map[string]string) []string {
 	return out
 }
 
-func merge(maps ...map[string]string) map[string]string {
-	out := map[string]string{}
-	for _, m := range maps {
-		for k, v := range m {
-			out[k] = v
-		}
-	}
-	return out
-}
-
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer

@@ -79,8 +79,8 @@ type loadRecord struct {
 }
 
 // TestDatabaseOutageUnderLoad stops PostgreSQL for 5s while concurrent clients call
-// get_free_slots, search_site (a cached and a new query each time), /readyz, the
-// tool list and POST /admin/bookings against `sitetools serve` (run in this process,
+// get_free_slots, search_site (a cached and a new query each time), /readyz,
+// /healthz, the tool list and POST /admin/bookings against `sitetools serve` (run in this process,
 // through the command line's own wiring, so that its goroutines can be counted).
 // Every answer is a success or 503 unavailable with Retry-After, never a 500 and never
 // later than the tool deadline plus slack; what needs no database keeps answering 200;
@@ -91,7 +91,7 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 		toolTimeout = 3 * time.Second // TOOL_TIMEOUT
 		slack       = 2 * time.Second
 		outage      = 5 * time.Second
-		workers     = 6
+		workers     = 7
 		// Goroutines the service may hold beyond its count before the load.
 		goroutineSlack = 5
 	)
@@ -164,6 +164,9 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 		{name: "GET /api/chat/tools", ok: http.StatusOK, do: func(ctx context.Context, _ int) reply {
 			return do(ctx, client, http.MethodGet, base+"/api/chat/tools", nil, nil)
 		}},
+		{name: "GET /healthz", ok: http.StatusOK, do: func(ctx context.Context, _ int) reply {
+			return do(ctx, client, http.MethodGet, base+"/healthz", nil, nil)
+		}},
 		{name: "get_free_slots", needsDB: true, ok: http.StatusOK, do: func(ctx context.Context, _ int) reply {
 			return callTool(ctx, client, base, "get_free_slots", slotArgs)
 		}, check: func(r reply) error {
@@ -221,14 +224,15 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 			}
 		}()
 	}
-	<-time.After(time.Second)
+	// The load runs for fixed durations: 1s before the outage, the outage, 2s after.
+	time.Sleep(time.Second)
 	c.run("stop")
 	stopped := time.Now()
-	<-time.After(outage)
+	time.Sleep(outage)
 	restarting := time.Now()
 	c.run("start")
 	restarted := time.Now()
-	<-time.After(2 * time.Second)
+	time.Sleep(2 * time.Second)
 	stopLoad()
 	wg.Wait()
 
