@@ -19,14 +19,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/labstack/echo/v4"
 	"github.com/yuin/goldmark"
-	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/parser"
-	"github.com/yuin/goldmark/text"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sitetools/sitetools/tools"
@@ -284,84 +281,13 @@ func renderMarkdown(src []byte) (template.HTML, error) {
 		goldmark.WithParserOptions(parser.WithAutoHeadingID(), parser.WithHeadingAttribute()),
 	)
 	var out bytes.Buffer
-	ctx := parser.NewContext(parser.WithIDs(&headingIDs{seen: map[string]int{}}))
+	ctx := parser.NewContext(parser.WithIDs(sitesearch.NewHeadingIDs()))
 	if err := md.Convert(src, &out, parser.WithContext(ctx)); err != nil {
 		return "", err
 	}
 	return template.HTML(out.String()), nil
 }
 
-// headingIDs gives headings the ids the index gives them as anchors (GitHub style:
-// the text lower-cased, punctuation dropped, spaces as hyphens, repeats numbered), so
-// that a search result's url#anchor lands on its section.
-type headingIDs struct {
-	seen map[string]int
-}
-
-func (g *headingIDs) Generate(value []byte, _ ast.NodeKind) []byte {
-	slug := headingSlug(inlineText(value))
-	if slug == "" {
-		slug = "heading"
-	}
-	base := slug
-	for {
-		if _, used := g.seen[slug]; !used {
-			break
-		}
-		g.seen[base]++
-		slug = fmt.Sprintf("%s-%d", base, g.seen[base])
-	}
-	g.seen[slug] = 0
-	return []byte(slug)
-}
-
-func (g *headingIDs) Put(value []byte) {
-	if _, used := g.seen[string(value)]; !used {
-		g.seen[string(value)] = 0
-	}
-}
-
-func headingSlug(s string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(strings.TrimSpace(s)) {
-		switch {
-		case unicode.IsLetter(r), unicode.IsNumber(r), unicode.IsMark(r), r == '-', r == '_':
-			b.WriteRune(r)
-		case r == ' ':
-			b.WriteByte('-')
-		}
-	}
-	return b.String()
-}
-
-// inlineText is the text of one line of inline Markdown, without markup or link targets.
-func inlineText(line []byte) string {
-	doc := goldmark.DefaultParser().Parse(text.NewReader(line))
-	var b strings.Builder
-	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
-		if !entering {
-			return ast.WalkContinue, nil
-		}
-		switch t := n.(type) {
-		case *ast.Text:
-			b.Write(t.Segment.Value(line))
-			if t.SoftLineBreak() || t.HardLineBreak() {
-				b.WriteByte(' ')
-			}
-		case *ast.String:
-			b.Write(t.Value)
-		case *ast.CodeSpan:
-			for c := t.FirstChild(); c != nil; c = c.NextSibling() {
-				if tx, ok := c.(*ast.Text); ok {
-					b.Write(tx.Segment.Value(line))
-				}
-			}
-			return ast.WalkSkipChildren, nil
-		}
-		return ast.WalkContinue, nil
-	})
-	return b.String()
-}
 
 // link is one entry of a navigation list.
 type link struct {

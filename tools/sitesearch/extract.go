@@ -338,6 +338,10 @@ func extractFrontMatter(src []byte) (extractMeta, []byte, error) {
 	return fm, src, nil
 }
 
+// NewHeadingIDs returns the heading ids the index gives as anchors, for goldmark's
+// parser.WithIDs: pages rendered elsewhere then have the anchors search results name.
+func NewHeadingIDs() parser.IDs { return &extractGitHubIDs{seen: map[string]int{}} }
+
 // extractGitHubIDs makes heading ids the way GitHub does: the heading's
 // rendered text, lower-cased, punctuation removed, each space a hyphen;
 // repeats get "-1", "-2"…. Unlike goldmark's default it keeps non-ASCII
