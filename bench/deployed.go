@@ -128,12 +128,14 @@ func deployedText(b *strings.Builder, rows []deployedRow, s settings, bin *serve
 	table(b, t)
 	b.WriteString("\n")
 	fmt.Fprintf(b, "- each run: a fresh process (environment: DATABASE_URL of the bench database with the demo site, "+
-		"AVAILABILITY_CONFIG=%s as `make demo`, ADMIN_LISTEN_ADDR=off, RATE_LIMIT_PER_MINUTE=0 unless said, LOG_LEVEL=info into a pipe "+
-		"the bench drains), GET /readyz, RSS ready read, %s warm-up, one %s round, VmHWM read from /proc/PID/status; "+
+		"AVAILABILITY_CONFIG=%s as `make demo`, ADMIN_LISTEN_ADDR=off, RATE_LIMIT_PER_MINUTE=0 unless said, LOG_LEVEL=info into a file), "+
+		"GET /readyz, RSS ready read, %s warm-up, one %s round, VmHWM read from /proc/PID/status; "+
 		"its catalog is serve's own (search_site, get_page, get_free_slots), not the in-process service's seven tools\n",
 		slotsSchedule, s.warmup, s.duration)
 	b.WriteString("- RSS ready includes the tokenizer's tables (llm.LoadTokenizer at start); the in-process scenarios above share one " +
 		"process with the load generator and have no RSS of their own\n")
+	b.WriteString("- the rows beside the Node peer are its interleaved rounds (warm-up and rounds as in the table above); the " +
+		"rate-limit row counts both clients' requests over the whole scenario, and its latencies are the polite client's\n")
 	for _, r := range rows {
 		if r.errors > 0 {
 			fmt.Fprintf(b, "- %s (%s): %d errors, first: %v\n", r.name, r.process, r.errors, r.firstErr)

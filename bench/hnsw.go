@@ -138,6 +138,7 @@ type hnswLevel struct {
 	ef       int
 	recall   float64 // mean over queries of |index top k ∩ exact top k| / k
 	worst    float64 // the lowest of one query
+	poor     int     // queries that found fewer than half of their exact top k
 	p50, p99 time.Duration
 }
 
@@ -275,6 +276,9 @@ func measureDataset(ctx context.Context, db *postgres.DB, dbURL string, d hnswDa
 			r := overlap(ids, exact[i], hnswK)
 			l.recall += r / float64(len(queries))
 			l.worst = min(l.worst, r)
+			if r < 0.5 {
+				l.poor++
+			}
 		}
 		slices.Sort(lat)
 		l.p50, l.p99 = percentile(lat, 50), percentile(lat, 99)
@@ -583,6 +587,11 @@ func (h *hnswResult) text(b *strings.Builder) {
 		fmt.Fprintf(b, "the smallest ef_search measured that reaches %.2f is %d\n", recallGoal, reach)
 	} else {
 		fmt.Fprintf(b, "no ef_search measured reaches %.2f\n", recallGoal)
+	}
+	if l := h.service(); h.d.gated && l.poor > 0 {
+		fmt.Fprintf(b, "- at the service's ef_search %d of %d queries found fewer than half of their exact top %d (the worst %.1f): on "+
+			"clustered data the greedy descent through the graph can settle in a cluster next to the query's own\n",
+			l.poor, h.s.queries, hnswK, l.worst)
 	}
 	if !h.d.gated {
 		b.WriteString("- uniformly random directions are the worst case for an approximate index: no clusters, and the nearest " +

@@ -107,6 +107,8 @@ type scenario struct {
 	goal    float64
 	latency bool // the goal is on p50 latency (subject ≤ goal × baseline), not on rps
 	conns   int  // concurrent connections or workers per side (0: -c)
+	// warmup, when longer than -warmup, is this scenario's warm-up per side (a JIT).
+	warmup time.Duration
 	// judge, when set, replaces the ratio goal with another one, named by goalText.
 	judge    func(result) bool
 	goalText string
@@ -119,6 +121,8 @@ type scenario struct {
 	// after, when set, adds notes once the rounds are over.
 	check func() ([]string, error)
 	after func() []string
+	// peaks, when set, reads each side's peak RSS once the rounds are over (subprocesses).
+	peaks func() [2]int64
 }
 
 // scenarios is every scenario, given the addresses of the running servers.
@@ -170,6 +174,7 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	rep := report{started: time.Now()}
 	adminURL := os.Getenv("TEST_DATABASE_URL")
 	if adminURL == "" {
 		return errors.New("TEST_DATABASE_URL is not set: run `make bench`, which starts PostgreSQL with pgvector")
@@ -203,25 +208,76 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer basePool.Close()
 
-	all := scenarios(svc.addr, bareAddr, cat)
+	// The serve binary and the Node peer are built and installed once, when a scenario
+	// needing them is selected; the temporary directory holds the binary and the catalog.
+	tmp, err := os.MkdirTemp("", "sitetools-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	var bin *serveBinary
+	needBin := func() (*serveBinary, error) {
+		if bin != nil {
+			return bin, nil
+		}
+		var err error
+		bin, err = buildServe(ctx, tmp, dbURL, stderr)
+		return bin, err
+	}
+
+	// Scenarios in the order they run: the in-process ones, then those on subprocesses.
+	// Each is built just before it is measured, and what it started is stopped after.
+	type pending struct {
+		name  string
+		build func() (scenario, func(), error)
+	}
+	static := func(sc scenario) pending {
+		return pending{sc.name, func() (scenario, func(), error) { return sc, nil, nil }}
+	}
+	var all []pending
+	for _, sc := range scenarios(svc.addr, bareAddr, cat) {
+		all = append(all, static(sc))
+	}
 	for _, c := range s.searchConns {
-		if !s.run.MatchString(searchScenarioName(c)) {
-			continue
-		}
-		sc, err := searchScenario(ctx, svc, basePool, c)
+		all = append(all, pending{searchScenarioName(c), func() (scenario, func(), error) {
+			sc, err := searchScenario(ctx, svc, basePool, c)
+			return sc, nil, err
+		}})
+	}
+	all = append(all, static(mcpListScenario(svc)))
+	mcpConns := slices.Min(s.searchConns)
+	all = append(all, pending{mcpSearchName(mcpConns), func() (scenario, func(), error) {
+		sc, err := mcpSearchScenario(svc, mcpConns)
+		return sc, nil, err
+	}})
+	all = append(all, pending{slotsName(), func() (scenario, func(), error) { return slotsScenario(ctx, adminURL) }})
+	var nodeRows []deployedRow
+	all = append(all, pending{nodeName, func() (scenario, func(), error) {
+		b, err := needBin()
 		if err != nil {
-			return err
+			return scenario{}, nil, err
 		}
-		all = append(all, sc)
-	}
-	var selected []scenario
-	for _, sc := range all {
-		if s.run.MatchString(sc.name) {
-			selected = append(selected, sc)
+		peer, err := preparePeer(ctx, stderr)
+		if err != nil {
+			return scenario{}, nil, err
+		}
+		return nodeScenario(ctx, b, peer, tmp, &nodeRows)
+	}})
+	var selected []pending
+	for _, p := range all {
+		if s.run.MatchString(p.name) {
+			selected = append(selected, p)
 		}
 	}
+	var deployed []deployedCase
+	for _, c := range deployedCases(s) {
+		if s.run.MatchString(deployedPrefix + c.name) {
+			deployed = append(deployed, c)
+		}
+	}
+	runRate := s.run.MatchString(rateName)
 	runHNSW := s.run.MatchString(hnswName)
-	if len(selected) == 0 && !runHNSW {
+	if len(selected) == 0 && len(deployed) == 0 && !runRate && !runHNSW {
 		return fmt.Errorf("no scenario matches -run %q", s.run)
 	}
 
@@ -237,19 +293,49 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer pprof.StopCPUProfile()
 	}
 
-	rep := report{
-		started: time.Now(),
-		command: command(adminURL, args),
-		s:       s,
-		catalog: len(cat.JSON),
-	}
-	for _, sc := range selected {
+	rep.command = command(adminURL, args)
+	rep.s = s
+	rep.catalog = len(cat.JSON)
+	for _, p := range selected {
+		sc, teardown, err := p.build()
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
 		res, err := measure(ctx, sc, s, stderr)
+		if teardown != nil {
+			teardown()
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", sc.name, err)
 		}
 		rep.results = append(rep.results, res)
+		if p.name == nodeName {
+			addNodeRows(nodeRows, res, cmp.Or(sc.conns, s.conns))
+		}
 	}
+	for _, c := range deployed {
+		b, err := needBin()
+		if err != nil {
+			return err
+		}
+		row, err := runDeployed(ctx, b, c, s, stderr)
+		if err != nil {
+			return fmt.Errorf("%s%s: %w", deployedPrefix, c.name, err)
+		}
+		rep.deployed = append(rep.deployed, row)
+	}
+	rep.deployed = append(rep.deployed, nodeRows...)
+	if runRate {
+		b, err := needBin()
+		if err != nil {
+			return err
+		}
+		if rep.rate, err = rateScenario(ctx, b, s.rounds, stderr); err != nil {
+			return fmt.Errorf("%s: %w", rateName, err)
+		}
+		rep.deployed = append(rep.deployed, rep.rate.row)
+	}
+	rep.bin = bin
 	// Last, so that building the index cannot disturb the load scenarios' rounds.
 	if runHNSW {
 		h, err := measureHNSW(ctx, adminURL, s.hnsw, stderr)
@@ -273,6 +359,14 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "wrote %s\n", path)
 	}
 	var errs []error
+	for _, r := range rep.deployed {
+		if r.errors > 0 {
+			errs = append(errs, fmt.Errorf("%s%s (%s): %d errors (first: %v)", deployedPrefix, r.name, r.process, r.errors, r.firstErr))
+		}
+	}
+	if r := rep.rate; s.strict && r != nil && !r.pass() {
+		errs = append(errs, fmt.Errorf("%s: the polite client misses its goal", rateName))
+	}
 	for _, r := range rep.results {
 		if n := r.subject.errors + r.baseline.errors; n > 0 {
 			errs = append(errs, fmt.Errorf("%s: %d errors (first: %v)", r.sc.name, n, cmpErr(r.subject.firstErr, r.baseline.firstErr)))
@@ -311,9 +405,9 @@ func measure(ctx context.Context, sc scenario, s settings, progress io.Writer) (
 	}
 	res := result{sc: sc, notes: notes}
 	conns := cmp.Or(sc.conns, s.conns)
-	if s.warmup > 0 {
-		load(ctx, sc.subject, conns, s.warmup)
-		load(ctx, sc.baseline, conns, s.warmup)
+	if warmup := max(s.warmup, sc.warmup); warmup > 0 {
+		load(ctx, sc.subject, conns, warmup)
+		load(ctx, sc.baseline, conns, warmup)
 	}
 	var subj, base []round
 	for i := range s.rounds {
@@ -331,6 +425,9 @@ func measure(ctx context.Context, sc scenario, s settings, progress io.Writer) (
 		}
 	}
 	res.subject, res.baseline = summarize(subj), summarize(base)
+	if sc.peaks != nil {
+		res.peaks = sc.peaks()
+	}
 	if sc.after != nil {
 		res.notes = append(res.notes, sc.after()...)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -26,23 +24,30 @@ type proc struct {
 	label string
 	addr  string
 	cmd   *exec.Cmd
-	out   *headBuffer
-	done  chan struct{} // closed when the process has exited
-	err   error         // its exit status, once done
+	// log is the file the process writes its output to: a file rather than a pipe, so
+	// that a busy load generator can never block the server's request log.
+	log  *os.File
+	done chan struct{} // closed when the process has exited
+	err  error         // its exit status, once done
 }
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat: 100 on Linux.
 const clockTicks = 100
 
-// startProc starts argv in dir with exactly env (nothing inherited but what env holds)
-// and waits until ready says it serves.
-func startProc(ctx context.Context, label, dir string, argv, env []string, addr string, ready func(addr string) error) (*proc, error) {
-	p := &proc{label: label, addr: addr, out: &headBuffer{max: 16 << 10}, done: make(chan struct{})}
+// startProc starts argv in dir with exactly env (nothing inherited but what env holds),
+// its output into a file in logDir, and waits until ready says it serves.
+func startProc(ctx context.Context, label, dir, logDir string, argv, env []string, addr string, ready func(addr string) error) (*proc, error) {
+	log, err := os.CreateTemp(logDir, "proc-*.log")
+	if err != nil {
+		return nil, err
+	}
+	p := &proc{label: label, addr: addr, log: log, done: make(chan struct{})}
 	p.cmd = exec.Command(argv[0], argv[1:]...)
 	p.cmd.Dir = dir
 	p.cmd.Env = env
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	p.cmd.Stdout, p.cmd.Stderr = log, log
 	if err := p.cmd.Start(); err != nil {
+		p.removeLog()
 		return nil, fmt.Errorf("%s: %w", label, err)
 	}
 	go func() {
@@ -57,20 +62,24 @@ func startProc(ctx context.Context, label, dir string, argv, env []string, addr 
 		}
 		select {
 		case <-p.done:
-			return nil, fmt.Errorf("%s exited before it was ready (%v):\n%s", label, p.err, p.out.String())
+			out := p.head()
+			p.removeLog()
+			return nil, fmt.Errorf("%s exited before it was ready (%v):\n%s", label, p.err, out)
 		case <-ctx.Done():
 			p.stop()
 			return nil, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
+			out := p.head()
 			p.stop()
-			return nil, fmt.Errorf("%s not ready after 60s (%v):\n%s", label, err, p.out.String())
+			return nil, fmt.Errorf("%s not ready after 60s (%v):\n%s", label, err, out)
 		}
 	}
 }
 
-// stop sends SIGTERM and waits for the exit, killing the process after 10 s.
+// stop sends SIGTERM and waits for the exit, killing the process after 10 s, and
+// removes its output.
 func (p *proc) stop() {
 	if p == nil {
 		return
@@ -82,6 +91,19 @@ func (p *proc) stop() {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
+	p.removeLog()
+}
+
+// head is the start of the process's output, for an error report.
+func (p *proc) head() string {
+	b := make([]byte, 16<<10)
+	n, _ := p.log.ReadAt(b, 0)
+	return string(b[:n])
+}
+
+func (p *proc) removeLog() {
+	p.log.Close()
+	os.Remove(p.log.Name())
 }
 
 // cpu is the process's user and system CPU time so far, all its threads.
@@ -132,29 +154,6 @@ func megabytes(b int64) string {
 	return fmt.Sprintf("%.1f MB", float64(b)/(1<<20))
 }
 
-// headBuffer keeps the first max bytes written to it and drops the rest: a server's
-// start-up messages for an error report, not its request log.
-type headBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   bytes.Buffer
-}
-
-func (h *headBuffer) Write(p []byte) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if n := h.max - h.b.Len(); n > 0 {
-		h.b.Write(p[:min(n, len(p))])
-	}
-	return len(p), nil
-}
-
-func (h *headBuffer) String() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.b.String()
-}
-
 // freeAddr returns a loopback address with a port free at the time of the call.
 func freeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -188,6 +187,7 @@ func httpReady(path string, status int) func(addr string) error {
 type serveBinary struct {
 	path  string
 	root  string
+	dir   string // where the processes' output goes
 	dbURL string
 	took  time.Duration
 }
@@ -201,7 +201,7 @@ func buildServe(ctx context.Context, dir, dbURL string, progress io.Writer) (*se
 	if err != nil {
 		return nil, fmt.Errorf("building sitetools: %w", err)
 	}
-	bin := &serveBinary{path: filepath.Join(dir, "sitetools"), root: root, dbURL: dbURL}
+	bin := &serveBinary{path: filepath.Join(dir, "sitetools"), root: root, dir: dir, dbURL: dbURL}
 	fmt.Fprintf(progress, "building %s (go build -ldflags '-s -w' .)\n", bin.path)
 	begin := time.Now()
 	cmd := exec.CommandContext(ctx, goCmd, "build", "-ldflags", "-s -w", "-o", bin.path, ".")
@@ -213,9 +213,9 @@ func buildServe(ctx context.Context, dir, dbURL string, progress io.Writer) (*se
 	return bin, nil
 }
 
-// serveEnv is the environment of a served subprocess: the bench database with the demo
+// env is the environment of a served subprocess: the bench database with the demo
 // site, the example schedule (as `make demo`), no admin listener, logging at info into
-// a pipe, and extra on top. Nothing else of this process's environment is passed on.
+// a file, and extra on top. Nothing else of this process's environment is passed on.
 func (b *serveBinary) env(addr string, extra map[string]string) []string {
 	vars := map[string]string{
 		"DATABASE_URL":          b.dbURL,
@@ -248,5 +248,5 @@ func (b *serveBinary) start(ctx context.Context, extra map[string]string) (*proc
 	if err != nil {
 		return nil, err
 	}
-	return startProc(ctx, "sitetools serve", b.root, []string{b.path, "serve"}, b.env(addr, extra), addr, httpReady("/readyz", http.StatusOK))
+	return startProc(ctx, "sitetools serve", b.root, b.dir, []string{b.path, "serve"}, b.env(addr, extra), addr, httpReady("/readyz", http.StatusOK))
 }

@@ -53,6 +53,7 @@ type result struct {
 	sc                scenario
 	subject, baseline side
 	notes             []string
+	peaks             [2]int64 // peak RSS of subject and baseline, when they are subprocesses
 }
 
 // rpsRatio is subject ÷ baseline median throughput.
@@ -140,7 +141,11 @@ type report struct {
 	catalog int // bytes of the catalog JSON
 	results []result
 	hnsw    []*hnswResult // none: not run
-	took    time.Duration
+	// deployed are the runs on subprocesses; rate the rate-limit scenario (nil: not run).
+	deployed []deployedRow
+	rate     *rateResult
+	bin      *serveBinary // nil: not built
+	took     time.Duration
 }
 
 func (rep report) text() string {
@@ -155,15 +160,31 @@ func (rep report) text() string {
 	}
 	fmt.Fprintf(&b, "load: closed loop, %s, %d × %s rounds per side interleaved, %s warm-up per side; catalog %d bytes\n",
 		conns, rep.s.rounds, rep.s.duration, rep.s.warmup, rep.catalog)
-	fmt.Fprintf(&b, "took: %s (setup, scenarios and HNSW recall; the go build before it not counted)\n\n", rep.took.Round(time.Second))
+	fmt.Fprintf(&b, "took: %s (setup, scenarios, deployed runs and HNSW recall; the go build of the bench itself not counted)\n", rep.took.Round(time.Second))
+	fmt.Fprintf(&b, "this process's peak RSS: %s (the in-process services, baselines and load generator together; a service's own is in the as-deployed table)\n\n",
+		megabytes(statusBytes("/proc/self/status", "VmHWM")))
 
-	if len(rep.results) > 0 {
-		rep.scenarioText(&b)
-	}
-	for i, h := range rep.hnsw {
-		if i > 0 || len(rep.results) > 0 {
+	sections := 0
+	next := func() {
+		if sections > 0 {
 			b.WriteString("\n")
 		}
+		sections++
+	}
+	if len(rep.results) > 0 {
+		next()
+		rep.scenarioText(&b)
+	}
+	if len(rep.deployed) > 0 && rep.bin != nil {
+		next()
+		deployedText(&b, rep.deployed, rep.s, rep.bin)
+	}
+	if rep.rate != nil {
+		next()
+		rep.rate.text(&b)
+	}
+	for _, h := range rep.hnsw {
+		next()
 		h.text(&b)
 	}
 	return b.String()
@@ -341,16 +362,37 @@ const docHeader = `# Benchmarks
 
 This file is rewritten by every ` + "`make bench`" + ` (bench/main.go); do not edit it by hand.
 
-**Method.** Each scenario compares a *subject* (the real service, built in-process as
-` + "`sitetools serve`" + ` builds it, search tools included, on a migrated PostgreSQL holding the demo
-site ingested as ` + "`make demo`" + ` ingests it, with request logging on at info into a discarded JSON
-handler) with a *baseline* (the least code that gives the same answer). For the catalog scenarios
+**Method.** Each scenario of the first table compares a *subject* with a *baseline* that gives the
+same answer. Most subjects are the real service, built in-process as ` + "`sitetools serve`" + ` builds it,
+search tools included, on a migrated PostgreSQL holding the demo site ingested as ` + "`make demo`" + `
+ingests it, with request logging on at info into a discarded JSON handler. For the catalog scenarios
 the baseline is a bare ` + "`net/http`" + ` handler, and both are served by an ` + "`http.Server`" + ` with the
 same settings on a loopback TCP port. For ` + "`search_site`" + ` it is the tool's own SQL
 (` + "`sitesearch.SearchSQL`" + `) with the same parameters and the same cached query vector, run
 directly on a pgxpool opened as the service opens its own. Before any load the harness checks that
 both sides answer alike: the same status, body and listed headers, or for ` + "`search_site`" + ` the
-same pages in the same order with the same scores.
+same pages in the same order with the same scores, for ` + "`tools/list`" + ` the same tool definitions.
+
+- **/mcp vs the JSON endpoint** (no goal, the ratio is printed): the same in-process service
+  answers a raw JSON-RPC POST to ` + "`/mcp`" + ` with the headers a remote MCP client sends
+  (` + "`Content-Type: application/json`" + `, ` + "`Accept: application/json, text/event-stream`" + `,
+  ` + "`Mcp-Protocol-Version: 2025-11-25`" + `; stateless, so no initialize first): ` + "`tools/list`" + ` against
+  ` + "`GET /api/chat/tools`" + `, and a cached ` + "`search_site`" + ` ` + "`tools/call`" + ` against
+  ` + "`POST /api/chat/tools`" + `.
+- **/mcp vs the TypeScript SDK** (goal: sitetools ≥ 3× the Node server's throughput): the real
+  ` + "`sitetools serve`" + ` binary against ` + "`bench/node/server.mjs`" + `, a minimal stateless MCP server on the
+  official ` + "`@modelcontextprotocol/sdk`" + ` (the SDK's stateless example with JSON responses), serving the
+  tool definitions exported from serve's own ` + "`tools/list`" + `; both are processes of their own, loaded
+  by the same generator in interleaved rounds, and each side's CPU is its own process's. ` + "`make bench`" + `
+  installs the peer's packages (` + "`npm ci`" + ` in ` + "`bench/node`" + `) when they are missing; Node ≥ 20 is needed
+  (` + "`NODE=/path/to/node`" + ` picks another one).
+- **get_free_slots** (goal: FreeSlots p99 < 2 ms): 31 days over 10 000 bookings, all inside the range,
+  in a database of their own (` + "`" + slotsDatabase + "`" + `); the service is built as serve builds it from
+  ` + "`AVAILABILITY_CONFIG`" + ` (the example schedule, bookings as the busy source) but with a fixed clock,
+  so that the range stays inside the horizon. The subject is the whole HTTP call; the baseline is
+  ` + "`appointments.FreeSlots`" + ` alone on the busy intervals the same source returns, loaded once. The
+  goal is on the baseline's wall-clock p99; its CPU time per call on its own thread is printed
+  beside it, as the number that survives a busy machine.
 
 A closed-loop load generator (C keep-alive connections, or C workers calling the baseline, each
 sending its next request as soon as the previous answer is read) warms each side up, then runs
@@ -358,35 +400,57 @@ measured rounds alternating subject and baseline, so that other work on the mach
 alike.
 
 - **rps** is the median over rounds; **rps ratio** is subject ÷ baseline rps and **p50 ratio**
-  subject ÷ baseline median latency. **goal** names the ratio judged (PASS/MISS): throughput for
-  the catalog, latency for ` + "`search_site`" + `, where the question is how much the public API adds
-  to a search, not how many searches the machine can run. ` + "`search_site`" + ` runs with one
-  connection (the latency of a request alone) and with several (under load, where queueing in
-  PostgreSQL, the same for both sides, dilutes the difference).
+  subject ÷ baseline median latency. **goal** names the ratio judged (PASS/MISS; *info* where
+  there is none): throughput for the catalog and the Node peer, latency for ` + "`search_site`" + `, where
+  the question is how much the public API adds to a search, not how many searches the machine can
+  run. ` + "`search_site`" + ` runs with one connection (the latency of a request alone) and with several
+  (under load, where queueing in PostgreSQL, the same for both sides, dilutes the difference).
 - **CPU ratio** is baseline ÷ subject CPU time per request of the whole process (load generator
-  included): the throughput ratio the two would have while saturating the same cores. Time stolen
-  by other processes lowers throughput but hardly CPU per request, so when a row is marked
-  *noisy* (rounds of one side spread by more than 15%), the CPU ratio is the number to trust.
-  It is left out (–) where the baseline's work is mostly PostgreSQL's, which no process CPU
-  time of this one includes.
+  included), or, where both sides are processes of their own, of each server's process alone: the
+  throughput ratio the two would have while saturating the same cores. Time stolen by other
+  processes lowers throughput but hardly CPU per request, so when a row is marked *noisy* (rounds
+  of one side spread by more than 15%), the CPU ratio is the number to trust. It is left out (–)
+  where the baseline's work is mostly PostgreSQL's, which no process CPU time of this one includes.
 - **p50 / p99** are over every request of every measured round; **errors** are transport failures
   and responses with a status other than the expected one.
 
-The load generator shares the process and the cores with the servers, so its own cost is in both
-numbers: a ratio is the end-to-end view of a client on this machine, and understates how much
-more CPU the subject's handler spends than the baseline's. Absolute numbers depend on the machine
-and compare only within one run. To see where the time goes: ` + "`go run ./bench -cpuprofile cpu.out`" + `,
+The load generator shares the process and the cores with the in-process servers, so its own cost is
+in both numbers: a ratio is the end-to-end view of a client on this machine, and understates how
+much more CPU the subject's handler spends than the baseline's. Absolute numbers depend on the
+machine and compare only within one run. To see where the time goes: ` + "`go run ./bench -cpuprofile cpu.out`" + `,
 then ` + "`go tool pprof -tagfocus side=sitetools cpu.out`" + ` (sides are labelled ` + "`sitetools`" + `,
 ` + "`net/http`" + `, ` + "`pgx`" + ` and ` + "`client`" + `; ` + "`go tool pprof -tags`" + ` splits the CPU time between them).
 
-**HNSW recall@10** is measured after the load, in a database of its own (` + "`" + hnswDatabase + "`" + `):
-random unit vectors of 384 dimensions from a fixed seed, in a table indexed as the service indexes
-` + "`chunks.embedding`" + `. The table is kept between runs: a meta table records its seed and size, a
+**As deployed.** Peak RSS is the service's own only when the service is a process of its own: the
+bench builds the ` + "`sitetools serve`" + ` binary (` + "`go build -ldflags '-s -w'`" + `) and, for each of the catalog,
+` + "`search_site`" + ` and ` + "`/mcp`" + ` scenarios, starts it afresh on the bench database (the example schedule as
+` + "`AVAILABILITY_CONFIG`" + `, logging at info into a file), waits for ` + "`/readyz`" + `, warms it up, runs one
+round, and reads ` + "`VmHWM`" + ` (peak resident set) from ` + "`/proc/PID/status`" + ` and its CPU time from
+` + "`/proc/PID/stat`" + `. The Node comparison and the rate-limit scenario run on such processes too and
+add their rows. The in-process scenarios have no RSS of their own; the header gives this process's
+peak, load generator included.
+
+**Rate limit.** A ` + "`sitetools serve`" + ` with ` + "`RATE_LIMIT_PER_MINUTE`" + ` and ` + "`TRUSTED_PROXIES=127.0.0.1`" + `: both
+clients connect over loopback and name their address in ` + "`X-Forwarded-For`" + `, as behind a reverse
+proxy on the same host, so they are two clients of the limiter. A polite client calls the cached
+` + "`search_site`" + ` under the limit, open loop at a fixed rate, alone and then beside an abusive client
+sending 20× the limit, in alternating rounds; the polite client's window starts once the abusive
+client's burst allowance is spent. Goal: the polite client sees no 429 and a p99 under 2× its p99
+alone.
+
+**HNSW recall@10** is measured after the load, in a database of its own (` + "`" + hnswDatabase + "`" + `),
+on two tables of 100 000 vectors of 384 dimensions from a fixed seed, each indexed as the service
+indexes ` + "`chunks.embedding`" + `. The goal (≥ 0.95 at the ` + "`hnsw.ef_search`" + ` the service sets on every
+connection) is judged on a Gaussian mixture structured like embeddings: 1 000 centres drawn
+uniformly from the unit sphere, each vector a centre picked uniformly plus isotropic normal noise
+of σ = 2/√384 per coordinate (noise twice as long as the centre), normalised; the queries are
+drawn from the same mixture, not taken from the table. Uniformly random unit vectors, the worst
+case for an approximate index (every point nearly equidistant), are measured too, for
+information. A table is kept between runs: a meta table records its generator, seed and size, a
 matching table is reused, and otherwise it is loaded anew (COPY) and indexed, and the build time
-reported. For each random query vector, the ids of the top 10 by the index at a given
-` + "`hnsw.ef_search`" + ` are compared with the exact top 10 of the same query on a sequential scan;
-recall@10 is the mean overlap. The goal (≥ 0.95) is judged at the ` + "`ef_search`" + ` the service runs
-with; the other values show what raising it would buy, and at what latency.
+reported. For each query vector, the ids of the top 10 by the index at a given ` + "`hnsw.ef_search`" + `
+are compared with the exact top 10 of the same query on a sequential scan; recall@10 is the mean
+overlap. The other ` + "`ef_search`" + ` values show what changing it would buy, and at what latency.
 
 ## Latest run
 

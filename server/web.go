@@ -288,7 +288,6 @@ func renderMarkdown(src []byte) (template.HTML, error) {
 	return template.HTML(out.String()), nil
 }
 
-
 // link is one entry of a navigation list.
 type link struct {
 	Href, Label, Lang string
