@@ -44,8 +44,12 @@ func (a *App) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		a.metrics.observeHTTP(route, c.Request().Method, status, latency)
 
 		level := slog.LevelInfo
-		if status >= 500 {
+		switch {
+		case status >= 500:
 			level = slog.LevelError
+		case status == http.StatusNotModified:
+			// A revalidation (a relay polling the catalog) tells an operator nothing new.
+			level = slog.LevelDebug
 		}
 		ctx := c.Request().Context()
 		h := a.logger.Handler()
