@@ -336,11 +336,7 @@ func (l *loader) prefixes(name string) []netip.Prefix {
 }
 
 func splitList(v string) []string {
-	var out []string
-	for _, s := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
-		out = append(out, s)
-	}
-	return out
+	return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
 }
 
 // origin returns the scheme://host[:port] of an absolute http(s) URL.
