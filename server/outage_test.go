@@ -2,59 +2,20 @@ package server_test
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/sitetools/sitetools/internal/postgres"
+	"github.com/sitetools/sitetools/internal/postgres/pgtest"
 )
-
-// cluster is a PostgreSQL server of this test's own, which it can stop and start.
-type cluster struct {
-	t   *testing.T
-	env []string
-}
-
-func newCluster(t *testing.T) (*cluster, string) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TEST_DATABASE_URL=") {
-			env = append(env, kv)
-		}
-	}
-	c := &cluster{t: t, env: append(env, "PGWORK="+t.TempDir(), "PGPORT="+strconv.Itoa(port))}
-	url := c.run("start")
-	t.Cleanup(func() { c.run("stop") })
-	return c, url
-}
-
-func (c *cluster) run(verb string) string {
-	c.t.Helper()
-	cmd := exec.Command("../deploy/dev/postgres.sh", verb)
-	cmd.Env = c.env
-	out, err := cmd.Output()
-	if err != nil {
-		c.t.Fatalf("postgres.sh %s: %v", verb, err)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 // TestDatabaseOutage stops the database under a running service: requests that need it
 // get 503 unavailable with Retry-After (never 500), and the first request after the
 // database is back succeeds, without restarting the service.
 func TestDatabaseOutage(t *testing.T) {
-	c, url := newCluster(t)
+	c := pgtest.NewCluster(t)
+	url := c.URL
 	ctx := context.Background()
 	if _, err := postgres.Migrate(ctx, url); err != nil {
 		t.Fatal(err)
@@ -73,7 +34,7 @@ func TestDatabaseOutage(t *testing.T) {
 		t.Fatalf("before the outage: %d %s", r.status, r.body)
 	}
 
-	c.run("stop")
+	c.Stop()
 	for i, check := range []func() response{
 		func() response { return call("during") },
 		func() response { return call("during-2") },
@@ -99,7 +60,7 @@ func TestDatabaseOutage(t *testing.T) {
 		t.Fatalf("handler ran %d times, want 1", te.counter.Load())
 	}
 
-	c.run("start")
+	c.Start()
 	if r := call("during"); r.status != http.StatusOK {
 		t.Fatalf("first request after the outage: %d %s", r.status, r.body)
 	}

@@ -119,14 +119,7 @@ func NewChat(opts ChatOptions) (*Chat, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	httpClient := opts.HTTPClient
-	if httpClient == nil {
-		httpClient = &http.Client{}
-	}
-	cfg := openai.DefaultConfig(opts.APIKey)
-	cfg.BaseURL = strings.TrimRight(opts.BaseURL, "/")
-	cfg.HTTPClient = retryHintDoer{httpClient}
-	c.client = openai.NewClientWithConfig(cfg)
+	c.client = newClient(opts.APIKey, opts.BaseURL, opts.HTTPClient)
 	return c, nil
 }
 

@@ -125,15 +125,20 @@ func NewOpenAI(opts OpenAIOptions) (*OpenAI, error) {
 	if o.log == nil {
 		o.log = slog.New(slog.DiscardHandler)
 	}
-	httpClient := opts.HTTPClient
-	if httpClient == nil {
-		httpClient = &http.Client{}
-	}
-	cfg := openai.DefaultConfig(opts.APIKey)
-	cfg.BaseURL = strings.TrimRight(opts.BaseURL, "/")
-	cfg.HTTPClient = retryHintDoer{httpClient}
-	o.client = openai.NewClientWithConfig(cfg)
+	o.client = newClient(opts.APIKey, opts.BaseURL, opts.HTTPClient)
 	return o, nil
+}
+
+// newClient returns a go-openai client for an OpenAI-compatible API whose HTTP client
+// reads providers' Retry-After hints for our retries.
+func newClient(apiKey, baseURL string, hc *http.Client) *openai.Client {
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	cfg := openai.DefaultConfig(apiKey)
+	cfg.BaseURL = strings.TrimRight(baseURL, "/")
+	cfg.HTTPClient = retryHintDoer{hc}
+	return openai.NewClientWithConfig(cfg)
 }
 
 func cmpOr[T comparable](v, def T) T {

@@ -1,14 +1,10 @@
 package faults_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -19,49 +15,8 @@ import (
 	"time"
 
 	"github.com/sitetools/sitetools/internal/cli"
+	"github.com/sitetools/sitetools/internal/postgres/pgtest"
 )
-
-// cluster is a PostgreSQL server of this test's own, which it can stop and start.
-type cluster struct {
-	t   *testing.T
-	env []string
-}
-
-func newCluster(t *testing.T) (*cluster, string) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	var vars []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TEST_DATABASE_URL=") {
-			vars = append(vars, kv)
-		}
-	}
-	c := &cluster{t: t, env: append(vars, "PGWORK="+t.TempDir(), "PGPORT="+strconv.Itoa(port))}
-	url := c.run("start")
-	t.Cleanup(func() { c.run("stop") })
-	return c, url
-}
-
-func (c *cluster) run(verb string) string {
-	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "deploy/dev/postgres.sh", verb)
-	cmd.Dir = repoRoot()
-	cmd.Env = c.env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		c.t.Fatalf("postgres.sh %s: %v\n%s", verb, err, stderr.String())
-	}
-	return strings.TrimSpace(string(out))
-}
 
 // loadKind is one kind of request of the load.
 type loadKind struct {
@@ -95,7 +50,8 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 		// Goroutines the service may hold beyond its count before the load.
 		goroutineSlack = 5
 	)
-	c, dbURL := newCluster(t)
+	c := pgtest.NewCluster(t)
+	dbURL := c.URL
 	pub, adm := freeAddr(t), freeAddr(t)
 	vars := map[string]string{
 		"DATABASE_URL":          dbURL,
@@ -226,11 +182,11 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 	}
 	// The load runs for fixed durations: 1s before the outage, the outage, 2s after.
 	time.Sleep(time.Second)
-	c.run("stop")
+	c.Stop()
 	stopped := time.Now()
 	time.Sleep(outage)
 	restarting := time.Now()
-	c.run("start")
+	c.Start()
 	restarted := time.Now()
 	time.Sleep(2 * time.Second)
 	stopLoad()
