@@ -823,7 +823,7 @@ func TestContract(t *testing.T) {
 	cases = append(cases, staticFileCases(t)...)
 	cases = append(cases,
 		contractCase{name: "widget", method: "GET", path: "/webmcp/widget.js", status: 200,
-			check: staticFile([]byte("class WebMCP {}\n"), "text/javascript")},
+			check: staticFile([]byte("class WebMCP {}\n"), "text/javascript", "no-cache")},
 		contractCase{name: "widget not installed", srv: chatSrv, method: "GET", path: "/webmcp/widget.js", status: 404, code: "not_found"},
 		contractCase{name: "no such asset", method: "GET", path: "/assets/nope.js", status: 404, code: "not_found"},
 		contractCase{name: "no such webmcp file", method: "GET", path: "/webmcp/nope.js", status: 404, code: "not_found"},
@@ -870,54 +870,74 @@ func TestContract(t *testing.T) {
 	}
 }
 
-// staticFileCases are GET and HEAD of every file the service embeds under /assets/ and
-// /webmcp/, as 200 and as 304: each is served with the exact bytes of its source, the
-// type of its extension, and an ETag of its content.
+// staticFileCases are GET and HEAD of every file the service serves under /assets/ and
+// /webmcp/, as 200 and as 304: the demo pages' files with the exact bytes of their
+// source, the widget's as bundled; each with the type of its extension and an ETag of
+// its content. Stable names revalidate; content-hashed names are cached for a year.
 func staticFileCases(t *testing.T) []contractCase {
 	t.Helper()
-	types := map[string]string{".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
-	var out []contractCase
-	for _, dir := range []string{"assets", "webmcp"} {
-		entries, err := os.ReadDir(filepath.Join("web", dir))
+	type file struct {
+		urlPath   string
+		body      []byte
+		immutable bool
+	}
+	var files []file
+	entries, err := os.ReadDir(filepath.Join("web", "assets"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || strings.HasPrefix(e.Name(), ".") || strings.HasPrefix(e.Name(), "_") {
+			continue // go:embed leaves these out
+		}
+		b, err := os.ReadFile(filepath.Join("web", "assets", e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range entries {
-			if e.IsDir() || strings.HasPrefix(e.Name(), ".") || strings.HasPrefix(e.Name(), "_") {
-				continue // go:embed leaves these out
-			}
-			b, err := os.ReadFile(filepath.Join("web", dir, e.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			urlPath := "/" + dir + "/" + e.Name()
-			ct := types[path.Ext(e.Name())]
-			etag := fileETag(b)
-			out = append(out,
-				contractCase{name: "file " + urlPath, method: "GET", path: urlPath, status: 200, check: staticFile(b, ct)},
-				contractCase{name: "file " + urlPath + " from any origin", method: "GET", path: urlPath, header: http.Header{"Origin": {evilOrigin}},
-					status: 200, check: staticFile(b, ct)},
-				contractCase{name: "file " + urlPath + " not modified", method: "GET", path: urlPath, header: http.Header{"If-None-Match": {etag}},
-					status: 304, check: func(t *testing.T, res *http.Response, body []byte) {
-						noBody(t, res, body)
-						hasHeader("ETag", etag)(t, res, body)
-					}},
-				contractCase{name: "head file " + urlPath, method: "HEAD", path: urlPath, status: 200,
-					check: func(t *testing.T, res *http.Response, body []byte) {
-						noBody(t, res, body)
-						hasHeader("ETag", etag)(t, res, body)
-						hasHeader("Content-Length", strconv.Itoa(len(b)))(t, res, body)
-						if got := res.Header.Get("Content-Type"); !strings.HasPrefix(got, ct) {
-							t.Errorf("Content-Type %q, want %s", got, ct)
-						}
-					}},
-				contractCase{name: "head file " + urlPath + " not modified", method: "HEAD", path: urlPath,
-					header: http.Header{"If-None-Match": {`"stale", W/` + etag}}, status: 304, check: noBody},
-			)
-		}
+		files = append(files, file{urlPath: "/assets/" + e.Name(), body: b})
 	}
-	if len(out) < 5*8 {
-		t.Fatalf("only %d static file cases: are the files still in web/assets and web/webmcp?", len(out))
+	bundle, err := server.WidgetFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range bundle {
+		files = append(files, file{urlPath: "/webmcp/" + f.Name, body: f.Body, immutable: f.Immutable})
+	}
+
+	types := map[string]string{".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+	var out []contractCase
+	for _, f := range files {
+		urlPath, b := f.urlPath, f.body
+		ct := types[path.Ext(urlPath)]
+		etag := fileETag(b)
+		cache := "no-cache"
+		if f.immutable {
+			cache = "public, max-age=31536000, immutable"
+		}
+		out = append(out,
+			contractCase{name: "file " + urlPath, method: "GET", path: urlPath, status: 200, check: staticFile(b, ct, cache)},
+			contractCase{name: "file " + urlPath + " from any origin", method: "GET", path: urlPath, header: http.Header{"Origin": {evilOrigin}},
+				status: 200, check: staticFile(b, ct, cache)},
+			contractCase{name: "file " + urlPath + " not modified", method: "GET", path: urlPath, header: http.Header{"If-None-Match": {etag}},
+				status: 304, check: func(t *testing.T, res *http.Response, body []byte) {
+					noBody(t, res, body)
+					hasHeader("ETag", etag)(t, res, body)
+				}},
+			contractCase{name: "head file " + urlPath, method: "HEAD", path: urlPath, status: 200,
+				check: func(t *testing.T, res *http.Response, body []byte) {
+					noBody(t, res, body)
+					hasHeader("ETag", etag)(t, res, body)
+					hasHeader("Content-Length", strconv.Itoa(len(b)))(t, res, body)
+					if got := res.Header.Get("Content-Type"); !strings.HasPrefix(got, ct) {
+						t.Errorf("Content-Type %q, want %s", got, ct)
+					}
+				}},
+			contractCase{name: "head file " + urlPath + " not modified", method: "HEAD", path: urlPath,
+				header: http.Header{"If-None-Match": {`"stale", W/` + etag}}, status: 304, check: noBody},
+		)
+	}
+	if len(out) < 5*7 {
+		t.Fatalf("only %d static file cases: are the files still in web/assets and web/widget?", len(out))
 	}
 	return out
 }
@@ -929,7 +949,7 @@ func fileETag(b []byte) string {
 }
 
 // staticFile checks a file served to browsers: its bytes, type and headers.
-func staticFile(want []byte, contentType string) func(t *testing.T, res *http.Response, body []byte) {
+func staticFile(want []byte, contentType, cacheControl string) func(t *testing.T, res *http.Response, body []byte) {
 	return func(t *testing.T, res *http.Response, body []byte) {
 		t.Helper()
 		if !bytes.Equal(body, want) {
@@ -939,7 +959,7 @@ func staticFile(want []byte, contentType string) func(t *testing.T, res *http.Re
 			t.Errorf("Content-Type %q, want %s", got, contentType)
 		}
 		hasHeader("ETag", fileETag(want))(t, res, body)
-		hasHeader("Cache-Control", "no-cache")(t, res, body)
+		hasHeader("Cache-Control", cacheControl)(t, res, body)
 		hasHeader("X-Content-Type-Options", "nosniff")(t, res, body)
 		for _, h := range []string{"Access-Control-Allow-Origin", "Content-Security-Policy"} {
 			if v := res.Header.Get(h); v != "" {

@@ -30,11 +30,11 @@ import (
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
 
-// webFiles are the browser's files: the page layout, the chat flyout's assets and the
-// WebMCP bridge. The relay's widget is not among them: it comes from npm, read from
-// WEBMCP_WIDGET_PATH at start-up.
+// webFiles are the demo pages' files: their layout, stylesheet and router. The chat
+// widget and the WebMCP bridge are bundled from web/widget (widget.go); the relay's
+// widget comes from npm, read from WEBMCP_WIDGET_PATH at start-up.
 //
-//go:embed web/templates web/assets web/webmcp
+//go:embed web/templates web/assets
 var webFiles embed.FS
 
 // site is what the public listener serves to browsers: the pages rendered from
@@ -57,6 +57,7 @@ type staticFile struct {
 	body        []byte
 	etag        string
 	contentType string
+	immutable   bool // its name carries its content's hash
 }
 
 // sourcePage is one Markdown page of SITE_PAGES_DIR.
@@ -117,21 +118,27 @@ func contentSecurityPolicy(relayPort int) string {
 }
 
 func (s *site) loadStatic(cfg Config, logger *slog.Logger) error {
-	for _, dir := range []struct{ fsDir, urlDir string }{{"web/assets", "/assets"}, {"web/webmcp", "/webmcp"}} {
-		err := fs.WalkDir(webFiles, dir.fsDir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			b, err := webFiles.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			s.addStatic(dir.urlDir+strings.TrimPrefix(p, dir.fsDir), b)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("server: web assets: %w", err)
+	err := fs.WalkDir(webFiles, "web/assets", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
 		}
+		b, err := webFiles.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		s.addStatic("/assets"+strings.TrimPrefix(p, "web/assets"), b)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("server: web assets: %w", err)
+	}
+	bundle, err := widgetBundle()
+	if err != nil {
+		return err
+	}
+	for _, f := range bundle {
+		s.addStatic("/webmcp/"+f.name, f.body)
+		s.static["/webmcp/"+f.name].immutable = f.immutable
 	}
 	widget := cfg.WebMCPWidgetPath
 	if widget == "" {
@@ -579,9 +586,11 @@ func (a *App) writePage(c echo.Context, status int, p *renderedPage) error {
 	return c.Blob(status, echo.MIMETextHTMLCharsetUTF8, p.body)
 }
 
-// asset handles GET and HEAD of /assets/* and /webmcp/*: the flyout's files, the
-// bridge module and the relay's widget. They revalidate on every use (an ETag makes
-// that a 304), so a new version reaches browsers at once.
+// asset handles GET and HEAD of /assets/* and /webmcp/*: the demo pages' files, the
+// chat widget, the bridge and the relay's widget. Files under stable names (chat.js)
+// revalidate on every use (an ETag makes that a 304), so a new version reaches
+// browsers at once; the files they load have their content's hash in their names and
+// are cached for a year.
 func (a *App) asset(c echo.Context) error {
 	f, ok := a.site.static[c.Request().URL.Path]
 	if !ok {
@@ -589,7 +598,12 @@ func (a *App) asset(c echo.Context) error {
 	}
 	h := c.Response().Header()
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "no-cache")
+	if f.immutable {
+		h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	} else {
+		h.Set("Cache-Control", "no-cache")
+	}
+
 	h.Set("ETag", f.etag)
 	if etagMatches(c.Request().Header.Get("If-None-Match"), f.etag) {
 		return c.NoContent(http.StatusNotModified)

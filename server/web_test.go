@@ -64,11 +64,12 @@ func TestSitePages(t *testing.T) {
 			if title := text(find(root, "title")); !strings.HasPrefix(title, doc.Title) {
 				t.Errorf("title %q, want it to start with %q", title, doc.Title)
 			}
-			for _, id := range []string{"sitetools-main", "sitetools-header", "sitetools-footer", "sitetools-chat-launcher", "sitetools-chat-panel", "sitetools-webmcp-pill", "sitetools-webmcp-card", "sitetools-chat-consent", "sitetools-chat-log"} {
+			for _, id := range []string{"sitetools-main", "sitetools-header", "sitetools-footer"} {
 				if byID(root, id) == nil {
 					t.Errorf("no element #%s", id)
 				}
 			}
+			checkChatTag(t, root)
 			checkNoInlineCode(t, root)
 			ids := map[string]bool{}
 			for _, n := range findAll(root, func(n *html.Node) bool { return attr(n, "id") != "" }) {
@@ -168,9 +169,7 @@ func TestSiteNotFoundAndRedirects(t *testing.T) {
 		if lang := attr(find(root, "html"), "lang"); lang != tc.lang {
 			t.Errorf("%s: 404 page in %q, want %q", tc.path, lang, tc.lang)
 		}
-		if byID(root, "sitetools-chat-launcher") == nil {
-			t.Errorf("%s: the 404 page has no chat", tc.path)
-		}
+		checkChatTag(t, root)
 	}
 
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -233,12 +232,10 @@ func TestSiteAssets(t *testing.T) {
 	}
 	te := siteEnv(t, map[string]string{"WEBMCP_WIDGET_PATH": widget})
 	for path, ct := range map[string]string{
+		"/webmcp/chat.js":   "text/javascript",
 		"/webmcp/bridge.js": "text/javascript",
-		"/webmcp/core.js":   "text/javascript",
 		"/webmcp/widget.js": "text/javascript",
 		"/assets/site.js":   "text/javascript",
-		"/assets/chat.js":   "text/javascript",
-		"/assets/sse.js":    "text/javascript",
 		"/assets/site.css":  "text/css",
 	} {
 		r := te.do(t, http.MethodGet, path, nil, nil)
@@ -264,9 +261,11 @@ func TestSiteWithoutPages(t *testing.T) {
 	if code, _, _ := r.errorBody(t); r.status != http.StatusNotFound || code != "not_found" {
 		t.Fatalf("GET / without SITE_PAGES_DIR: status %d, code %q", r.status, code)
 	}
-	// The bridge is served for a site whose own frontend embeds it.
-	if r := te.do(t, http.MethodGet, "/webmcp/bridge.js", nil, nil); r.status != http.StatusOK {
-		t.Fatalf("bridge: status %d", r.status)
+	// The widget and the bridge are served for a site whose own frontend embeds them.
+	for _, p := range []string{"/webmcp/chat.js", "/webmcp/bridge.js"} {
+		if r := te.do(t, http.MethodGet, p, nil, nil); r.status != http.StatusOK {
+			t.Fatalf("%s: status %d", p, r.status)
+		}
 	}
 	// Without the widget (not installed next to the tests), only the widget is missing.
 	if r := te.do(t, http.MethodGet, "/webmcp/widget.js", nil, nil); r.status != http.StatusNotFound {
@@ -417,4 +416,17 @@ func text(n *html.Node) string {
 	}
 	walk(n)
 	return strings.TrimSpace(b.String())
+}
+
+// checkChatTag checks that a page adds the chat the way any site does: one module
+// script, /webmcp/chat.js, and no chat markup of its own.
+func checkChatTag(t *testing.T, root *html.Node) {
+	t.Helper()
+	tags := findAll(root, func(n *html.Node) bool { return n.Data == "script" && attr(n, "src") == "/webmcp/chat.js" })
+	if len(tags) != 1 || attr(tags[0], "type") != "module" {
+		t.Errorf("%d script tags for /webmcp/chat.js, want one module script", len(tags))
+	}
+	if byID(root, "sitetools-chat-launcher") != nil || len(findAll(root, func(n *html.Node) bool { return n.Data == "sitetools-chat" })) > 0 {
+		t.Errorf("the page carries chat markup of its own: the widget builds it")
+	}
 }

@@ -1,8 +1,6 @@
-// The site's own behaviour: client-side navigation between its pages (so that the chat
-// flyout and the relay connection survive a page change), and the contact form, which
-// sends nothing anywhere. The chat flyout lives in chat.js.
-
-import './chat.js';
+// The demo site's own behaviour: client-side navigation between its pages (so that the
+// chat widget, /webmcp/chat.js, and its relay connection survive a page change), and the
+// contact form, which sends nothing anywhere.
 
 // Paths of the service that are not pages.
 const NOT_PAGES = ['/api', '/assets', '/webmcp', '/mcp', '/healthz', '/readyz'];

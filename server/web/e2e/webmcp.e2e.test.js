@@ -466,7 +466,13 @@ test('the chat flyout keeps the transcript in localStorage', async () => {
 });
 
 test('the flyout and the pill work from the keyboard', async () => {
-  const focused = () => page.evaluate(() => document.activeElement?.id ?? '');
+  const focused = () =>
+    page.evaluate(() => {
+      // The widget's controls are in its shadow root: follow focus into it.
+      let a = document.activeElement;
+      while (a?.shadowRoot?.activeElement) a = a.shadowRoot.activeElement;
+      return a?.id ?? '';
+    });
   if (await page.isHidden('#sitetools-chat-panel')) await page.click('#sitetools-chat-launcher');
   // Escape closes the innermost first: the pill's card, then the flyout.
   if (await page.isHidden('#sitetools-webmcp-card')) await page.click('#sitetools-webmcp-pill');

@@ -23,7 +23,7 @@ import {
   setConsent,
   validatePrefill,
   validateSave,
-} from '../webmcp/core.js';
+} from '../widget/core.js';
 
 const ORIGIN = 'https://shop.example.com';
 

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { parseInline, parseMarkdown } from '../assets/markdown.js';
+import { parseInline, parseMarkdown } from '../widget/markdown.js';
 
 const t = (text) => ({ type: 'text', text });
 

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { createSSEParser, readEventStream } from '../assets/sse.js';
+import { createSSEParser, readEventStream } from '../widget/sse.js';
 
 function parseChunks(chunks) {
   const events = [];

@@ -9,8 +9,10 @@
 // the MCP-shaped result. The widget runs headless: its own UI is hidden and its status
 // is re-dispatched as DOM events on document:
 //
-//   sitetools:webmcp-status      detail {state, message, tools}; state is one of
-//                                unavailable | disconnected | connecting | connected
+//   sitetools:webmcp-status      detail {state, message, reason, tools}; state is one of
+//                                unavailable | disconnected | connecting | connected;
+//                                message is English, reason what the relay said went
+//                                wrong ("no_token" for a missing token; "" when nothing did)
 //   sitetools:webmcp-connect     (listened to) detail {token}: connect with a relay token
 //   sitetools:webmcp-disconnect  (listened to)
 //   sitetools:navigate           (dispatched, cancelable) detail {url, done}: a client-side
@@ -40,7 +42,7 @@ const CATALOG_URL = '/api/chat/tools';
 // setTimeout's limit is about 24.8 days; 12 hours stays far below it.
 const INACTIVITY_MS = 12 * 60 * 60 * 1000;
 
-let state = { state: 'disconnected', message: 'Not connected.', tools: 0 };
+let state = { state: 'disconnected', message: 'Not connected.', reason: '', tools: 0 };
 let widget = null;
 let started = null;
 
@@ -128,16 +130,23 @@ function observe(w) {
     w._updateStatus = function (status, message) {
       update.call(this, status, message);
       const s = WIDGET_STATES[status] ?? 'disconnected';
-      emit({ state: s, message: statusMessage(s, message), tools: w.availableTools?.size ?? state.tools });
+      emit({ state: s, message: statusMessage(s, message), reason: reasonOf(s, message), tools: w.availableTools?.size ?? state.tools });
     };
   }
   // A safety net should a later widget version change how it reports status.
   setInterval(() => {
     const connected = w.isConnected === true;
     if (connected !== (state.state === 'connected') && state.state !== 'connecting') {
-      emit({ state: connected ? 'connected' : 'disconnected', message: statusMessage(connected ? 'connected' : 'disconnected') });
+      emit({ state: connected ? 'connected' : 'disconnected', message: statusMessage(connected ? 'connected' : 'disconnected'), reason: '' });
     }
   }, 2000);
+}
+
+// reasonOf is why the bridge is not connected, as the relay said it ('' when nothing
+// went wrong), for a UI that words the status in its own language.
+function reasonOf(s, raw) {
+  if (s !== 'disconnected' || !raw || raw === 'Disconnected' || raw === 'disconnected') return '';
+  return String(raw);
 }
 
 function statusMessage(s, raw) {
@@ -302,10 +311,10 @@ export function startBridge() {
 document.addEventListener('sitetools:webmcp-connect', async (e) => {
   const token = String(e.detail?.token ?? '').trim();
   if (!token) {
-    emit({ state: 'disconnected', message: 'Not connected: paste the token from your MCP client first.' });
+    emit({ state: 'disconnected', message: 'Not connected: paste the token from your MCP client first.', reason: 'no_token' });
     return;
   }
-  emit({ state: 'connecting', message: statusMessage('connecting') });
+  emit({ state: 'connecting', message: statusMessage('connecting'), reason: '' });
   const w = await startBridge();
   if (!w) {
     emit({ state: 'unavailable', message: 'The relay widget is not installed on this site.' });

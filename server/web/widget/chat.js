@@ -1,0 +1,711 @@
+// The chat widget: one tag adds the site's assistant and the WebMCP bridge to any page,
+//
+//   <script type="module" src="/webmcp/chat.js"></script>
+//
+// optionally with a <sitetools-chat> element where the page wants it (attributes `lang`,
+// `label`, `placeholder`, and `inline` for a chat that sits in the page instead of a
+// flyout in the corner). Without one, the widget adds one to <body> itself.
+//
+// Everything lives in an open shadow root: the page's stylesheet cannot change it and
+// its styles cannot leak out. Theming is by CSS custom properties and ::part() (see
+// chat.css). It loads one content-hashed stylesheet and needs no inline script or style,
+// so it runs under a strict Content-Security-Policy.
+//
+// The conversation lives in localStorage only, after the visitor accepted the privacy
+// notice, and is sent with each question to POST /api/chat, whose answer streams back
+// as server-sent events. Links in answers and open_page go through the page's router
+// when it handles `sitetools:navigate` (see bridge.js), so the widget, its transcript and
+// the relay connection survive client-side navigation.
+
+import { bridgeStatus } from './bridge.js';
+import {
+  clearTranscript,
+  guardSameOrigin,
+  hasConsent,
+  loadTranscript,
+  newConversationId,
+  setConsent,
+  storeTranscript,
+} from './core.js';
+import { parseMarkdown } from './markdown.js';
+import { readEventStream } from './sse.js';
+import { fill, languageOf, stringsFor } from './strings.js';
+
+/* global __SITETOOLS_CSS__ */
+const CSS_URL = new URL(`./${typeof __SITETOOLS_CSS__ === 'string' ? __SITETOOLS_CSS__ : 'chat.css'}`, import.meta.url).href;
+const CHAT_URL = '/api/chat';
+const SENT_MESSAGES = 40; // the latest messages sent with a question
+const OPEN_KEY = 'sitetools.chat.open'; // sessionStorage: the flyout stays open across page loads
+const TAG = 'sitetools-chat';
+
+const ICON =
+  'M4 3h16a2 2 0 0 1 2 2v11a2 2 0 0 1-2 2H9l-5 4v-4a2 2 0 0 1-2-2V5a2 2 0 0 1 2-2zm3 6v2h10V9H7zm0 4v2h7v-2H7z';
+
+function storage() {
+  try {
+    return window.localStorage;
+  } catch {
+    return null;
+  }
+}
+
+function session() {
+  try {
+    return window.sessionStorage;
+  } catch {
+    return null;
+  }
+}
+
+/** h builds an element: h('button', {class: 'x', type: 'button'}, 'text', child). */
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === false || v === undefined || v === null) continue;
+    if (k === 'part') el.setAttribute('part', v);
+    else el.setAttribute(k, v === true ? '' : v);
+  }
+  el.append(...children);
+  return el;
+}
+
+function svgIcon() {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('viewBox', '0 0 24 24');
+  svg.setAttribute('aria-hidden', 'true');
+  svg.setAttribute('focusable', 'false');
+  const p = document.createElementNS(ns, 'path');
+  p.setAttribute('fill', 'currentColor');
+  p.setAttribute('fill-rule', 'evenodd');
+  p.setAttribute('d', ICON);
+  svg.appendChild(p);
+  return svg;
+}
+
+/**
+ * navigateTo shows a page of this site: through the page's router when it takes
+ * `sitetools:navigate`, else as an ordinary page load.
+ */
+function navigateTo(path) {
+  const detail = { url: path, done: null };
+  const ev = new CustomEvent('sitetools:navigate', { detail, cancelable: true });
+  document.dispatchEvent(ev);
+  if (!ev.defaultPrevented) location.assign(path);
+}
+
+class SitetoolsChat extends HTMLElement {
+  static observedAttributes = ['lang', 'label', 'placeholder', 'inline'];
+
+  #el = null; // the nodes, once built
+  #busy = false;
+  #overrides = null;
+  #t = stringsFor('en');
+  #lang = '';
+  #status = bridgeStatus();
+
+  connectedCallback() {
+    if (!this.#el) this.#build();
+    this.#applyLanguage();
+  }
+
+  attributeChangedCallback() {
+    if (this.#el) this.#applyLanguage();
+  }
+
+  /** The site's own words: {key: text} or {de: {key: text}}; see strings.js. */
+  get strings() {
+    return this.#overrides;
+  }
+
+  set strings(v) {
+    this.#overrides = v && typeof v === 'object' ? v : null;
+    if (this.#el) this.#applyLanguage(true);
+  }
+
+  /** The language the widget speaks now: "en" or "de". */
+  get language() {
+    return this.#lang;
+  }
+
+  /** Opens the flyout (or focuses the inline chat). */
+  open() {
+    const e = this.#el;
+    if (!e) return;
+    e.panel.hidden = false;
+    e.launcher.setAttribute('aria-expanded', 'true');
+    e.launcher.hidden = true;
+    session()?.setItem(OPEN_KEY, '1');
+    this.#render();
+    this.#showConsentOrForm(true);
+  }
+
+  /** Closes the flyout and returns focus to the launcher. */
+  close() {
+    const e = this.#el;
+    if (!e || this.#inline) return;
+    this.#closeCard(false);
+    e.panel.hidden = true;
+    e.launcher.hidden = false;
+    e.launcher.setAttribute('aria-expanded', 'false');
+    session()?.removeItem(OPEN_KEY);
+    e.launcher.focus();
+  }
+
+  get #inline() {
+    return this.hasAttribute('inline');
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Building
+
+  #build() {
+    const root = this.attachShadow({ mode: 'open' });
+    const el = {};
+    const t = (key, node) => {
+      node.dataset.s = key;
+      return node;
+    };
+
+    const sheet = h('link', { rel: 'stylesheet', href: CSS_URL });
+    el.root = h('div', { class: 'root', part: 'root', hidden: true });
+    // Shown once the stylesheet is there (or failed: then unstyled but usable).
+    const reveal = () => {
+      el.root.hidden = false;
+    };
+    sheet.addEventListener('load', reveal, { once: true });
+    sheet.addEventListener('error', reveal, { once: true });
+
+    el.launcherLabel = h('span', {});
+    el.launcher = h(
+      'button',
+      { type: 'button', class: 'launcher', part: 'launcher', id: 'sitetools-chat-launcher', 'aria-expanded': 'false', 'aria-controls': 'sitetools-chat-panel' },
+      svgIcon(),
+      el.launcherLabel,
+    );
+
+    el.title = h('h2', { class: 'title', part: 'title', id: 'sitetools-chat-title' });
+    el.pillLabel = h('span', { class: 'pill-label', id: 'sitetools-webmcp-pill-label' });
+    el.pill = h(
+      'button',
+      { type: 'button', class: 'pill', part: 'pill', id: 'sitetools-webmcp-pill', 'data-state': 'disconnected', 'aria-expanded': 'false', 'aria-controls': 'sitetools-webmcp-card' },
+      h('span', { class: 'pill-dot', 'aria-hidden': 'true' }),
+      el.pillLabel,
+    );
+    el.clear = t('clear', h('button', { type: 'button', class: 'icon-button', id: 'sitetools-chat-clear' }));
+    el.close = h('button', { type: 'button', class: 'icon-button', id: 'sitetools-chat-close' }, '✕');
+    const toolbar = h('header', { class: 'toolbar', part: 'header' }, el.title, el.pill, el.clear, el.close);
+
+    el.cardTitle = t('cardTitle', h('h3', { id: 'sitetools-webmcp-card-title' }));
+    el.token = h('input', { id: 'sitetools-webmcp-token', name: 'token', type: 'password', autocomplete: 'off', spellcheck: 'false', required: true, part: 'input' });
+    el.connect = t('connect', h('button', { type: 'submit', class: 'button', id: 'sitetools-webmcp-connect' }));
+    el.connectForm = h(
+      'form',
+      { class: 'card-form', id: 'sitetools-webmcp-connect-form' },
+      t('token', h('label', { for: 'sitetools-webmcp-token' })),
+      el.token,
+      el.connect,
+    );
+    el.disconnect = t('disconnect', h('button', { type: 'button', class: 'button button-secondary', id: 'sitetools-webmcp-disconnect', hidden: true }));
+    el.cardStatus = h('p', { class: 'card-status', id: 'sitetools-webmcp-status', role: 'status', 'aria-live': 'polite' });
+    el.toolCount = h('span', { id: 'sitetools-webmcp-tool-count' }, '0');
+    el.toolsOffered = h('p', { class: 'card-tools' });
+    el.card = h(
+      'div',
+      { class: 'card', part: 'card', id: 'sitetools-webmcp-card', role: 'region', 'aria-labelledby': 'sitetools-webmcp-card-title', hidden: true },
+      el.cardTitle,
+      t('cardNote', h('p', { class: 'card-note' })),
+      el.connectForm,
+      el.disconnect,
+      el.cardStatus,
+      el.toolsOffered,
+    );
+
+    el.accept = t('accept', h('button', { type: 'button', class: 'button', id: 'sitetools-chat-consent-accept' }));
+    el.decline = t('decline', h('button', { type: 'button', class: 'button button-secondary', id: 'sitetools-chat-consent-decline' }));
+    el.consent = h(
+      'div',
+      { class: 'consent', id: 'sitetools-chat-consent', hidden: true },
+      t('consentTitle', h('h3', {})),
+      h('ul', {}, t('consent1', h('li', {})), t('consent2', h('li', {})), t('consent3', h('li', {}))),
+      h('div', { class: 'actions' }, el.accept, el.decline),
+    );
+
+    el.log = h('ol', { class: 'log', part: 'log', id: 'sitetools-chat-log', role: 'log', 'aria-live': 'polite', 'aria-relevant': 'additions text' });
+    el.status = h('p', { class: 'visually-hidden', id: 'sitetools-chat-status', role: 'status', 'aria-live': 'polite' });
+    el.input = h('textarea', { id: 'sitetools-chat-input', name: 'message', rows: '2', maxlength: '2000', required: true, part: 'input' });
+    el.send = t('send', h('button', { type: 'submit', class: 'button', id: 'sitetools-chat-send', part: 'send' }));
+    el.form = h(
+      'form',
+      { class: 'form', id: 'sitetools-chat-form', hidden: true },
+      t('question', h('label', { class: 'visually-hidden', for: 'sitetools-chat-input' })),
+      el.input,
+      el.send,
+    );
+
+    el.panel = h(
+      'section',
+      { class: 'panel', part: 'panel', id: 'sitetools-chat-panel', role: 'dialog', 'aria-modal': 'false', 'aria-labelledby': 'sitetools-chat-title', hidden: true },
+      toolbar,
+      el.card,
+      el.consent,
+      el.log,
+      el.status,
+      el.form,
+    );
+    el.root.append(el.launcher, el.panel);
+    root.append(sheet, el.root);
+    this.#el = el;
+    this.#wire();
+    this.#applyMode();
+    this.#showStatus(this.#status);
+  }
+
+  #applyMode() {
+    const e = this.#el;
+    e.root.classList.toggle('inline', this.#inline);
+    if (this.#inline) {
+      e.launcher.hidden = true;
+      e.close.hidden = true;
+      e.panel.hidden = false;
+      e.panel.setAttribute('role', 'region');
+      this.#render();
+      this.#showConsentOrForm(false);
+    } else if (session()?.getItem(OPEN_KEY) === '1') {
+      this.open();
+    }
+  }
+
+  #wire() {
+    const e = this.#el;
+    e.launcher.addEventListener('click', () => this.open());
+    e.close.addEventListener('click', () => this.close());
+    e.accept.addEventListener('click', () => {
+      const s = storage();
+      if (!s) {
+        this.#say(this.#t.noStorage);
+        return;
+      }
+      setConsent(s);
+      this.#showConsentOrForm(true);
+    });
+    e.decline.addEventListener('click', () => (this.#inline ? e.accept.focus() : this.close()));
+    e.clear.addEventListener('click', () => {
+      if (!window.confirm(this.#t.clearConfirm)) return;
+      const s = storage();
+      if (s) clearTranscript(s);
+      this.#render();
+      this.#say(this.#t.cleared);
+      e.input.focus();
+    });
+    e.panel.addEventListener('keydown', (ev) => {
+      if (ev.key !== 'Escape') return;
+      if (!e.card.hidden) {
+        ev.preventDefault();
+        this.#closeCard(true);
+      } else if (!this.#inline) {
+        ev.preventDefault();
+        this.close();
+      }
+    });
+
+    e.form.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const q = e.input.value.trim();
+      if (!q || this.#busy) return;
+      e.input.value = '';
+      this.#ask(q);
+    });
+    e.input.addEventListener('keydown', (ev) => {
+      // Enter sends, Shift+Enter makes a new line.
+      if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+        ev.preventDefault();
+        e.form.requestSubmit();
+      }
+    });
+    // Links in answers: the page's router shows them when it can.
+    e.log.addEventListener('click', (ev) => {
+      if (ev.defaultPrevented || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
+      const a = ev.target instanceof Element ? ev.target.closest('a[href]') : null;
+      if (!a) return;
+      const g = guardSameOrigin(a.getAttribute('href'), location.origin);
+      if (!g.ok) return;
+      ev.preventDefault();
+      navigateTo(g.path);
+    });
+
+    e.pill.addEventListener('click', () => (e.card.hidden ? this.#openCard() : this.#closeCard(true)));
+    e.connectForm.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const token = e.token.value.trim();
+      e.token.value = '';
+      document.dispatchEvent(new CustomEvent('sitetools:webmcp-connect', { detail: { token } }));
+    });
+    e.disconnect.addEventListener('click', () => {
+      document.dispatchEvent(new CustomEvent('sitetools:webmcp-disconnect'));
+    });
+
+    document.addEventListener('sitetools:webmcp-status', (ev) => this.#showStatus(ev.detail));
+    document.addEventListener('sitetools:transcript-changed', () => this.#render());
+    window.addEventListener('storage', (ev) => {
+      if (ev.key === null || ev.key.startsWith('sitetools.chat.')) {
+        this.#render();
+        this.#showConsentOrForm(false);
+      }
+    });
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Language
+
+  #applyLanguage(force) {
+    const tag = this.getAttribute('lang') || this.parentElement?.closest('[lang]')?.getAttribute('lang') || document.documentElement.lang;
+    const lang = languageOf(tag);
+    if (lang === this.#lang && !force && !this.#attrsChanged()) return;
+    this.#lang = lang;
+    const s = (this.#t = stringsFor(lang, this.#overrides));
+    const e = this.#el;
+    const label = this.getAttribute('label');
+    e.root.lang = lang;
+    for (const node of this.shadowRoot.querySelectorAll('[data-s]')) node.textContent = s[node.dataset.s];
+    e.launcherLabel.textContent = label || s.launcher;
+    e.title.textContent = label || s.title;
+    e.close.setAttribute('aria-label', s.close);
+    e.clear.title = s.clearTitle;
+    e.log.setAttribute('aria-label', s.conversation);
+    e.input.placeholder = this.getAttribute('placeholder') || s.placeholder;
+    this.#applyModeIfChanged();
+    this.#showStatus(this.#status);
+    this.#render();
+  }
+
+  #seenAttrs = '';
+
+  #attrsChanged() {
+    const now = ['label', 'placeholder', 'inline'].map((a) => this.getAttribute(a)).join('\u0000');
+    const changed = now !== this.#seenAttrs;
+    this.#seenAttrs = now;
+    return changed;
+  }
+
+  #wasInline = null;
+
+  #applyModeIfChanged() {
+    if (this.#wasInline === null) {
+      this.#wasInline = this.#inline;
+      return;
+    }
+    if (this.#wasInline !== this.#inline) {
+      this.#wasInline = this.#inline;
+      this.#applyMode();
+      if (!this.#inline) {
+        this.#el.close.hidden = false;
+        this.#el.panel.setAttribute('role', 'dialog');
+        this.close();
+      }
+    }
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Consent, transcript, asking
+
+  #showConsentOrForm(focus) {
+    const e = this.#el;
+    const s = storage();
+    const ok = s !== null && hasConsent(s);
+    e.consent.hidden = ok;
+    e.form.hidden = !ok;
+    e.clear.hidden = !ok;
+    e.log.hidden = !ok && !this.#hasMessages();
+    if (!focus) return;
+    if (ok) e.input.focus();
+    else e.accept.focus();
+  }
+
+  #hasMessages() {
+    const s = storage();
+    return !!s && loadTranscript(s).messages.length > 0;
+  }
+
+  #say(text) {
+    const st = this.#el.status;
+    st.textContent = '';
+    // A fresh text node makes screen readers announce even a repeated message.
+    requestAnimationFrame(() => {
+      st.textContent = text;
+    });
+  }
+
+  #sourceList(sources) {
+    const ul = h('ul', { class: 'sources', 'aria-label': this.#t.sources });
+    for (const src of sources) {
+      const href = typeof src.url === 'string' ? src.url + (src.anchor ? '#' + src.anchor : '') : '';
+      const g = guardSameOrigin(href, location.origin);
+      ul.appendChild(h('li', {}, g.ok ? h('a', { href: g.path }, src.title || g.path) : src.title || href));
+    }
+    return ul;
+  }
+
+  // inlineNodes turns parsed Markdown inlines into DOM nodes. Links to this site become
+  // links; any other url stays text, shown in brackets.
+  #inlineNodes(inlines) {
+    return inlines.map((n) => {
+      switch (n.type) {
+        case 'strong':
+          return h('strong', {}, ...this.#inlineNodes(n.children));
+        case 'code':
+          return h('code', {}, n.text);
+        case 'br':
+          return h('br', {});
+        case 'link': {
+          const g = guardSameOrigin(n.href, location.origin);
+          if (!g.ok) return h('span', {}, ...this.#inlineNodes(n.children), ` (${n.href})`);
+          return h('a', { href: g.path }, ...this.#inlineNodes(n.children));
+        }
+        default:
+          return document.createTextNode(n.text);
+      }
+    });
+  }
+
+  #fillMessage(box, role, content) {
+    if (role === 'user') {
+      box.replaceChildren(h('p', {}, content));
+      return;
+    }
+    const nodes = parseMarkdown(content).map((b) => {
+      if (b.type === 'p') {
+        const p = h('p', {});
+        b.lines.forEach((line, i) => {
+          if (i) p.appendChild(h('br', {}));
+          p.append(...this.#inlineNodes(line));
+        });
+        return p;
+      }
+      const list = h(b.type, {});
+      if (b.type === 'ol' && b.start !== 1) list.start = b.start;
+      for (const item of b.items) list.appendChild(h('li', {}, ...this.#inlineNodes(item)));
+      return list;
+    });
+    box.replaceChildren(...nodes);
+  }
+
+  #messageItem(m) {
+    const t = this.#t;
+    const who = h('span', { class: 'msg-who' }, (m.role === 'user' ? t.you : t.assistant) + (m.from === 'mcp' ? t.savedByClient : ''));
+    const box = h('div', { class: 'msg-text' });
+    this.#fillMessage(box, m.role, m.content);
+    const li = h('li', { class: `msg msg-${m.role}`, part: `message message-${m.role}` }, who, box);
+    if (Array.isArray(m.sources) && m.sources.length) li.appendChild(this.#sourceList(m.sources));
+    return li;
+  }
+
+  #render() {
+    const e = this.#el;
+    if (!e || this.#busy) return;
+    const s = storage();
+    const tr = s ? loadTranscript(s) : { messages: [] };
+    e.log.replaceChildren(...tr.messages.map((m) => this.#messageItem(m)));
+    if (!tr.messages.length) e.log.appendChild(h('li', { class: 'msg msg-hint' }, this.#t.hint));
+    e.log.scrollTop = e.log.scrollHeight;
+  }
+
+  async #errorText(res) {
+    const t = this.#t;
+    let code = '';
+    let msg = '';
+    try {
+      const body = await res.json();
+      code = body?.error?.code || '';
+      msg = body?.error?.message || '';
+    } catch {
+      // not JSON
+    }
+    if (code === 'consent_required') return t.needConsent;
+    if (code === 'query_too_long') return t.tooLong;
+    if (res.status === 404 || res.status === 405) return t.notAvailable;
+    if (res.status === 429) {
+      const after = Number.parseInt(res.headers.get('Retry-After') || '', 10);
+      return after > 0 ? fill(t.tooManyWait, { n: after }) : t.tooMany;
+    }
+    if (res.status === 503) return t.busyService;
+    if (this.#lang === 'en' && msg) return msg;
+    return fill(t.httpError, { n: res.status });
+  }
+
+  async #ask(question) {
+    const e = this.#el;
+    const t = this.#t;
+    const s = storage();
+    if (!s || !hasConsent(s)) {
+      this.#showConsentOrForm(true);
+      return;
+    }
+    const tr = loadTranscript(s);
+    if (!tr.conversationId) tr.conversationId = newConversationId();
+    tr.messages.push({ role: 'user', content: question });
+    storeTranscript(s, tr);
+    this.#render();
+
+    const item = this.#messageItem({ role: 'assistant', content: '' });
+    const text = item.querySelector('.msg-text');
+    e.log.appendChild(item);
+    e.log.setAttribute('aria-busy', 'true');
+    this.#busy = true;
+    e.send.disabled = true;
+    this.#say(t.answering);
+
+    const answer = { role: 'assistant', content: '', sources: [] };
+    let failed = '';
+    try {
+      const res = await fetch(CHAT_URL, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+        credentials: 'same-origin',
+        body: JSON.stringify({
+          conversationId: tr.conversationId,
+          messages: tr.messages.slice(-SENT_MESSAGES).map((m) => ({ role: m.role, content: m.content })),
+          consent: true,
+        }),
+      });
+      if (!res.ok || !res.body) {
+        failed = await this.#errorText(res);
+      } else {
+        await readEventStream(res.body, ({ event, data }) => {
+          let d;
+          try {
+            d = JSON.parse(data);
+          } catch {
+            return;
+          }
+          switch (event) {
+            case 'message.delta':
+              answer.content += typeof d.text === 'string' ? d.text : '';
+              this.#fillMessage(text, 'assistant', answer.content);
+              break;
+            case 'tool.call':
+              this.#say(t.lookingUp);
+              break;
+            case 'sources':
+              if (Array.isArray(d.items)) answer.sources = d.items.filter((x) => x && typeof x.url === 'string');
+              break;
+            case 'error':
+              failed = typeof d.message === 'string' && this.#lang === 'en' ? d.message : t.failed;
+              break;
+            default:
+          }
+          e.log.scrollTop = e.log.scrollHeight;
+        });
+      }
+    } catch {
+      failed = t.unreachable;
+    }
+    this.#busy = false;
+    e.send.disabled = false;
+    e.log.removeAttribute('aria-busy');
+    if (answer.content.trim() !== '') {
+      const now = loadTranscript(s);
+      if (!now.conversationId) now.conversationId = tr.conversationId;
+      now.messages.push(answer.sources.length ? answer : { role: 'assistant', content: answer.content });
+      storeTranscript(s, now);
+    }
+    this.#render();
+    if (failed) {
+      e.log.appendChild(h('li', { class: 'msg msg-error', role: 'alert' }, failed));
+    } else {
+      this.#say(t.done);
+    }
+  }
+
+  // -------------------------------------------------------------------------------------
+  // The status pill and its card
+
+  #openCard() {
+    const e = this.#el;
+    e.card.hidden = false;
+    e.pill.setAttribute('aria-expanded', 'true');
+    (e.disconnect.hidden ? e.token : e.disconnect).focus();
+  }
+
+  #closeCard(focusPill) {
+    const e = this.#el;
+    e.card.hidden = true;
+    e.pill.setAttribute('aria-expanded', 'false');
+    if (focusPill) e.pill.focus();
+  }
+
+  #showStatus(st) {
+    const e = this.#el;
+    const t = this.#t;
+    const wasConnected = e.pill.dataset.state === 'connected';
+    this.#status = { ...st };
+    const { state, tools } = st;
+    const n = tools ?? 0;
+    e.pill.dataset.state = state;
+    e.pillLabel.textContent =
+      state === 'connected' ? fill(t.pillOn, { n }) : state === 'connecting' ? t.pillConnecting : state === 'unavailable' ? t.pillUnavailable : t.pillOff;
+    e.cardStatus.textContent = this.#statusMessage(st);
+    e.toolCount.textContent = String(n);
+    const [before, after] = t.toolsOffered.split('{n}');
+    e.toolsOffered.replaceChildren(before ?? '', e.toolCount, after ?? '');
+    const connected = state === 'connected';
+    e.connectForm.hidden = connected || state === 'unavailable';
+    e.disconnect.hidden = !connected;
+    // Keep focus inside the card when its controls swap.
+    if (!e.card.hidden && connected !== wasConnected) (connected ? e.disconnect : e.token).focus();
+  }
+
+  #statusMessage({ state, reason, message }) {
+    const t = this.#t;
+    switch (state) {
+      case 'connected':
+        return t.statusOn;
+      case 'connecting':
+        return t.statusConnecting;
+      case 'unavailable':
+        return t.statusUnavailable;
+      default:
+        if (reason === 'no_token') return t.statusNoToken;
+        if (reason && reason !== 'none') return fill(t.statusOffWhy, { why: reason });
+        return message && this.#lang === 'en' && message !== 'Not connected.' ? message : t.statusOff;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Start-up: define the element, follow the document's language, and add one to <body>
+// unless the page placed its own.
+
+if (!customElements.get(TAG)) {
+  customElements.define(TAG, SitetoolsChat);
+
+  new MutationObserver(() => {
+    for (const el of document.querySelectorAll(TAG)) el.attributeChangedCallback();
+  }).observe(document.documentElement, { attributes: true, attributeFilter: ['lang'] });
+
+  let auto = null;
+  const mount = () => {
+    const placed = [...document.querySelectorAll(TAG)].filter((el) => el !== auto);
+    if (placed.length) {
+      // The page placed its own (perhaps rendered later by a framework): ours goes.
+      if (auto?.isConnected) auto.remove();
+      return;
+    }
+    if (!auto) auto = document.createElement(TAG);
+    // A framework that re-renders <body> may drop it: the same element (with its
+    // transcript on screen and its state) goes back.
+    if (!auto.isConnected && document.body) document.body.appendChild(auto);
+  };
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', mount, { once: true });
+  else mount();
+  new MutationObserver((records) => {
+    if (!auto) return;
+    if (!auto.isConnected) return mount();
+    for (const r of records) {
+      for (const n of r.addedNodes) {
+        if (n.nodeType === 1 && n !== auto && (n.localName === TAG || n.querySelector(TAG))) return mount();
+      }
+    }
+    return undefined;
+  }).observe(document.documentElement, { childList: true, subtree: true });
+}

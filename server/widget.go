@@ -1,0 +1,138 @@
+package server
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+	"sync"
+
+	"github.com/evanw/esbuild/pkg/api"
+)
+
+// widgetSources are the chat widget and the WebMCP bridge as written: ES modules and
+// one stylesheet. They are bundled once per process (see widgetBundle) into what
+// /webmcp/ serves.
+//
+//go:embed web/widget/*.js web/widget/*.css
+var widgetSources embed.FS
+
+const widgetDir = "web/widget"
+
+// The widget's entry points, served under stable names that revalidate (ETag): the
+// chat widget (which starts the bridge) and the bridge alone, for a site with a chat UI
+// of its own. Everything they load has its content's hash in its name and is cached
+// for a year.
+var widgetEntries = []string{"chat.js", "bridge.js"}
+
+// bundledFile is one file of the widget bundle.
+type bundledFile struct {
+	name      string // file name under /webmcp/
+	body      []byte
+	immutable bool // content-hashed name: cacheable for good
+}
+
+// widgetBundle bundles and minifies the widget's sources with esbuild: the stylesheet
+// into chat-<hash>.css, the modules into chat.js and bridge.js plus the chunks they
+// share (chunk-<hash>.js), so that a page loading both runs the bridge once.
+var widgetBundle = sync.OnceValues(func() ([]bundledFile, error) {
+	css, err := esbuild(api.BuildOptions{
+		EntryPoints: []string{"chat.css"},
+		Loader:      map[string]api.Loader{".css": api.LoaderCSS},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: widget stylesheet: %w", err)
+	}
+	if len(css) != 1 {
+		return nil, fmt.Errorf("server: widget stylesheet: %d outputs, want 1", len(css))
+	}
+	sum := sha256.Sum256(css[0].Contents)
+	cssName := "chat-" + hex.EncodeToString(sum[:])[:12] + ".css"
+	cssLiteral, _ := json.Marshal(cssName)
+
+	js, err := esbuild(api.BuildOptions{
+		EntryPoints: widgetEntries,
+		Splitting:   true,
+		Format:      api.FormatESModule,
+		EntryNames:  "[name]",
+		ChunkNames:  "chunk-[hash]",
+		Define:      map[string]string{"__SITETOOLS_CSS__": string(cssLiteral)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: widget modules: %w", err)
+	}
+	out := []bundledFile{{name: cssName, body: css[0].Contents, immutable: true}}
+	for _, f := range js {
+		name := path.Base(f.Path)
+		out = append(out, bundledFile{name: name, body: f.Contents, immutable: strings.HasPrefix(name, "chunk-")})
+	}
+	return out, nil
+})
+
+// esbuild runs one in-memory build over widgetSources.
+func esbuild(opts api.BuildOptions) ([]api.OutputFile, error) {
+	opts.Bundle = true
+	opts.Write = false
+	opts.Outdir = "/out"
+	opts.MinifyWhitespace = true
+	opts.MinifyIdentifiers = true
+	opts.MinifySyntax = true
+	opts.LegalComments = api.LegalCommentsNone
+	opts.Charset = api.CharsetUTF8
+	// Browsers with ES modules, private class fields and Object.hasOwn.
+	opts.Target = api.ES2022
+	opts.LogLevel = api.LogLevelSilent
+	opts.Plugins = []api.Plugin{embeddedSources}
+	r := api.Build(opts)
+	if len(r.Errors) > 0 {
+		msgs := make([]string, 0, len(r.Errors))
+		for _, m := range r.Errors {
+			where := ""
+			if m.Location != nil {
+				where = fmt.Sprintf("%s:%d: ", m.Location.File, m.Location.Line)
+			}
+			msgs = append(msgs, where+m.Text)
+		}
+		return nil, errors.New(strings.Join(msgs, "; "))
+	}
+	return r.OutputFiles, nil
+}
+
+// embeddedSources makes esbuild read the widget's files from the binary: every import
+// is a relative path inside web/widget.
+var embeddedSources = api.Plugin{
+	Name: "embedded",
+	Setup: func(b api.PluginBuild) {
+		b.OnResolve(api.OnResolveOptions{Filter: `.*`}, func(a api.OnResolveArgs) (api.OnResolveResult, error) {
+			dir := "."
+			if a.Importer != "" {
+				dir = path.Dir(a.Importer)
+			}
+			p := path.Clean(path.Join(dir, a.Path))
+			if !strings.HasPrefix(a.Path, "./") && a.Kind != api.ResolveEntryPoint {
+				return api.OnResolveResult{}, fmt.Errorf("import %q: only relative imports of web/widget are bundled", a.Path)
+			}
+			if _, err := fs.Stat(widgetSources, path.Join(widgetDir, p)); err != nil {
+				return api.OnResolveResult{}, fmt.Errorf("import %q: %w", a.Path, err)
+			}
+			return api.OnResolveResult{Path: p, Namespace: "widget"}, nil
+		})
+		b.OnLoad(api.OnLoadOptions{Filter: `.*`, Namespace: "widget"}, func(a api.OnLoadArgs) (api.OnLoadResult, error) {
+			src, err := widgetSources.ReadFile(path.Join(widgetDir, a.Path))
+			if err != nil {
+				return api.OnLoadResult{}, err
+			}
+			s := string(src)
+			loader := api.LoaderJS
+			if path.Ext(a.Path) == ".css" {
+				loader = api.LoaderCSS
+			}
+			return api.OnLoadResult{Contents: &s, Loader: loader}, nil
+		})
+	},
+}
