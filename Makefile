@@ -33,7 +33,7 @@ test: build
 	  $(GO) vet ./... && \
 	  TEST_DATABASE_URL=$$url $(GO) test -race -count=1 -timeout 15m ./... && \
 	  deploy/dev/browser.sh && cd server/web && node --test test/*.test.js && \
-	  TEST_DATABASE_URL=$$url SITETOOLS_BIN=$(CURDIR)/bin/sitetools node --test --test-timeout=300000 e2e/webmcp.e2e.test.js
+	  TEST_DATABASE_URL=$$url SITETOOLS_BIN=$(CURDIR)/bin/sitetools node --test --test-concurrency=1 --test-timeout=300000 e2e/*.e2e.test.js
 
 ## fuzz: run the request-body fuzzer (FUZZTIME, default 60s)
 FUZZTIME ?= 60s

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Install what the browser side needs, idempotently, on Debian (as root, or with sudo).
 #
-#   deploy/dev/browser.sh        Chromium (Debian's package) and the npm packages of
-#                                server/web: the relay's widget, the MCP SDK and
-#                                playwright-core for the end-to-end test
-#   deploy/dev/browser.sh npm    only the npm packages (what `make demo` needs)
+#   deploy/dev/browser.sh        Chromium (Debian's package), the npm packages of
+#                                server/web (the relay's widget, the MCP SDK,
+#                                playwright-core and axe-core for the end-to-end tests),
+#                                and the Next.js frontend of deploy/nextjs, built
+#   deploy/dev/browser.sh npm    only the npm packages of server/web (what `make demo`
+#                                needs)
+#   deploy/dev/browser.sh nextjs only the Next.js frontend: npm ci, next build
 #
 # Node.js 20 or later must be on PATH (the Go machine image has it; Debian 12's own
 # nodejs is 18, too old for playwright-core). Nothing is installed twice: Chromium is
-# skipped when /usr/bin/chromium exists, npm when server/web/node_modules matches
-# package-lock.json.
+# skipped when /usr/bin/chromium exists, npm when node_modules matches package-lock.json;
+# next build runs every time (about 20 s).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -43,22 +46,38 @@ ensure_chromium() {
   [ -x "$CHROMIUM" ] || { log "chromium did not install at $CHROMIUM"; exit 1; }
 }
 
-ensure_npm() {
-  local stamp=$web/node_modules/.sitetools-lock.sha256 want
-  want=$(sha256sum "$web/package-lock.json" | cut -d' ' -f1)
+# npm_ci DIR installs DIR's npm packages from its package-lock.json, unless
+# node_modules already matches it.
+npm_ci() {
+  local dir=$1 stamp want
+  stamp=$dir/node_modules/.sitetools-lock.sha256
+  want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     return 0
   fi
-  log "installing npm packages in server/web"
+  log "installing npm packages in ${dir#"$here"/}"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  echo "$want" >"$stamp"
+}
+
+ensure_npm() {
   # The relay lists the npm placeholder "http" as a dependency; package.json overrides it
   # with the empty package in server/web/stubs/http.
-  (cd "$web" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-  echo "$want" >"$stamp"
+  npm_ci "$web"
+}
+
+# The Next.js frontend of deploy/nextjs: the site owner's own frontend the end-to-end
+# tests put in front of sitetools.
+ensure_nextjs() {
+  npm_ci "$here/deploy/nextjs"
+  log "building deploy/nextjs (next build)"
+  (cd "$here/deploy/nextjs" && NEXT_TELEMETRY_DISABLED=1 ./node_modules/.bin/next build >/dev/null)
 }
 
 ensure_node
 case "${1:-all}" in
-  all) ensure_chromium; ensure_npm ;;
+  all) ensure_chromium; ensure_npm; ensure_nextjs ;;
   npm) ensure_npm ;;
-  *) echo "usage: $0 [all|npm]" >&2; exit 2 ;;
+  nextjs) ensure_nextjs ;;
+  *) echo "usage: $0 [all|npm|nextjs]" >&2; exit 2 ;;
 esac

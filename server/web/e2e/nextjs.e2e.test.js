@@ -1,0 +1,611 @@
+// End to end on the deployment sitetools is made for: a site owner's own frontend in
+// front of it. Real parts only, on loopback:
+//
+//   headless Chromium → `next start` (deploy/nextjs: its pages, its router, its
+//   contact form, the route handlers proxying /api/chat*, /webmcp/*, /mcp)
+//   → `sitetools serve` (no pages of its own) → PostgreSQL
+//
+// and, for the relay path, the MCP TypeScript SDK client → the @jason.today/webmcp
+// relay → the tab on the Next.js origin → /api/chat/tools through the Next.js proxy.
+// The one fake is the paid model: an OpenAI-compatible stream that counts its calls.
+//
+//   cd server/web && TEST_DATABASE_URL=… SITETOOLS_BIN=…/bin/sitetools node --test e2e/nextjs.e2e.test.js
+//
+// Needs bin/sitetools (make build), deploy/dev/browser.sh (Chromium, npm packages, and
+// deploy/nextjs built with next build), and deploy/dev/postgres.sh.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+
+import { chromium } from 'playwright-core';
+
+import {
+  BIN,
+  CHROMIUM,
+  CHROMIUM_FLAGS,
+  LOCAL_TOOLS,
+  Procs,
+  RELAY,
+  WIDGET,
+  axeViolations,
+  deepFocus,
+  firstDelta,
+  freePort,
+  freshDatabase,
+  mcpShape,
+  median,
+  mintToken,
+  repo,
+  resultText,
+  run,
+  startFakeLLM,
+  startRelay,
+  until,
+  webDir,
+} from './harness.js';
+
+const NEXT_DIR = path.join(repo, 'deploy/nextjs');
+const NEXT_BIN = path.join(NEXT_DIR, 'node_modules/.bin/next');
+const SHOTS = process.env.E2E_SCREENSHOTS || path.join(webDir, 'e2e');
+const RATE_LIMIT = 40;
+// The fake model's answer: a link to a page of the site, then words that arrive
+// GAP_MS apart, so a buffering proxy would show as the first word arriving with the last.
+const ANSWER = 'We do accessibility audits; [see the pricing page](/pricing) for what they cost, and book an intro call when you are ready.';
+const GAP_MS = 120;
+
+const procs = new Procs();
+const logs = { serve: [], next: [], relay: [], mcp: [] };
+const seen = { requests: [], sockets: [], console: [], pageErrors: [] };
+let home;
+let sitetools; // http://127.0.0.1:<port>, sitetools itself
+let origin; // http://127.0.0.1:<port>, the Next.js frontend: the site's origin
+let prefix;
+let llm;
+let relay;
+let browser;
+let page;
+let serverToolNames = [];
+
+async function callTool(name, args = {}) {
+  return relay.client.callTool({ name: prefix + name, arguments: args }, undefined, { timeout: 45000 });
+}
+
+/** A call on sitetools' own JSON endpoint, as a server would make it. */
+async function callDirect(name, args) {
+  const res = await fetch(`${sitetools}/api/chat/tools`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'X-Forwarded-For': '198.51.100.200' },
+    body: JSON.stringify({ name, arguments: args }),
+  });
+  assert.equal(res.status, 200, `POST /api/chat/tools ${name}`);
+  return res.json();
+}
+
+const transcript = (p = page) => p.evaluate(() => JSON.parse(localStorage.getItem('sitetools.chat.transcript') ?? 'null'));
+
+/** The computed styles of the widget's parts that a host stylesheet would hit first. */
+function widgetStyles(p) {
+  return p.evaluate(() => {
+    const root = document.querySelector('sitetools-chat').shadowRoot;
+    const props = ['font-family', 'font-size', 'line-height', 'letter-spacing', 'color', 'background-color', 'border-top-style', 'border-top-width', 'padding-top', 'margin-top', 'display', 'position', 'text-transform', 'box-sizing', 'width', 'height', 'list-style-type'];
+    const out = {};
+    for (const sel of ['.root', '#sitetools-chat-launcher', '#sitetools-chat-panel', '#sitetools-chat-title', '#sitetools-webmcp-pill', '#sitetools-chat-send', '#sitetools-chat-input', '#sitetools-chat-log', '.msg-text p', '.msg-hint', '.consent ul', '#sitetools-webmcp-card']) {
+      const el = root.querySelector(sel);
+      if (!el) continue;
+      const cs = getComputedStyle(el);
+      out[sel] = Object.fromEntries(props.map((k) => [k, cs.getPropertyValue(k)]));
+    }
+    return out;
+  });
+}
+
+/** The computed styles of some of the host page's own elements. */
+function hostStyles(p) {
+  return p.evaluate(() => {
+    const props = ['font-family', 'font-size', 'line-height', 'color', 'background-color', 'margin-top', 'padding-top', 'border-top-width', 'display', 'box-sizing'];
+    const out = {};
+    for (const sel of ['body', 'h1', 'main p', 'a', 'button', 'input', 'textarea', 'label', 'header', 'footer']) {
+      const el = document.querySelector(sel);
+      if (!el) continue;
+      const cs = getComputedStyle(el);
+      out[sel] = Object.fromEntries(props.map((k) => [k, cs.getPropertyValue(k)]));
+    }
+    return out;
+  });
+}
+
+/** panelFits says where the flyout's parts fall outside the viewport. */
+function panelFits(p) {
+  return p.evaluate(() => {
+    const root = document.querySelector('sitetools-chat').shadowRoot;
+    const vw = document.documentElement.clientWidth;
+    const vh = window.innerHeight;
+    const problems = [];
+    for (const sel of ['#sitetools-chat-panel', '#sitetools-chat-input', '#sitetools-chat-send', '#sitetools-chat-close', '#sitetools-webmcp-pill', '#sitetools-chat-title']) {
+      const el = root.querySelector(sel);
+      if (!el) continue;
+      const r = el.getBoundingClientRect();
+      if (r.width === 0 || r.height === 0) problems.push(`${sel} has no size`);
+      if (r.left < 0 || r.top < 0 || r.right > vw + 0.5 || r.bottom > vh + 0.5) {
+        problems.push(`${sel} at ${Math.round(r.left)},${Math.round(r.top)}–${Math.round(r.right)},${Math.round(r.bottom)} outside ${vw}×${vh}`);
+      }
+    }
+    const log = root.querySelector('#sitetools-chat-log').getBoundingClientRect();
+    if (log.height < 80) problems.push(`the conversation is only ${Math.round(log.height)} px high`);
+    if (document.documentElement.scrollWidth > vw) problems.push(`the page scrolls sideways (${document.documentElement.scrollWidth} > ${vw})`);
+    return problems;
+  });
+}
+
+async function openFlyout(p) {
+  await p.waitForSelector('#sitetools-chat-launcher', { state: 'visible' });
+  if (await p.isHidden('#sitetools-chat-panel')) await p.click('#sitetools-chat-launcher');
+  await p.waitForSelector('#sitetools-chat-panel', { state: 'visible' });
+}
+
+// ---------------------------------------------------------------------------------------
+// Set-up
+
+before(
+  async () => {
+    for (const [what, file] of [
+      ['the sitetools binary (make build)', BIN],
+      ['Chromium (deploy/dev/browser.sh)', CHROMIUM],
+      ['the relay (deploy/dev/browser.sh npm)', RELAY],
+      ['Next.js (deploy/dev/browser.sh nextjs)', NEXT_BIN],
+      ['the built frontend (deploy/dev/browser.sh nextjs)', path.join(NEXT_DIR, '.next/BUILD_ID')],
+    ]) {
+      assert.ok(fs.existsSync(file), `missing ${what}: ${file}`);
+    }
+    home = fs.mkdtempSync(path.join(os.tmpdir(), 'sitetools-next-e2e-'));
+    const sitePort = await freePort();
+    const nextPort = await freePort();
+    sitetools = `http://127.0.0.1:${sitePort}`;
+    origin = `http://127.0.0.1:${nextPort}`;
+    prefix = `127_0_0_1_${nextPort}-`;
+
+    llm = await startFakeLLM({ words: ANSWER.split(' '), gap: GAP_MS });
+    relay = await startRelay(procs, home, logs);
+
+    const dbURL = await freshDatabase('sitetools_next_e2e');
+    // sitetools renders no pages here: the frontend does. The index's urls are the
+    // frontend's, the frontend is the trusted proxy, and the model is the fake.
+    const env = {
+      PATH: process.env.PATH,
+      HOME: home,
+      DATABASE_URL: dbURL,
+      LISTEN_ADDR: `127.0.0.1:${sitePort}`,
+      ADMIN_LISTEN_ADDR: 'off',
+      SITE_URL: origin,
+      TRUSTED_PROXIES: '127.0.0.1/32',
+      RATE_LIMIT_PER_MINUTE: String(RATE_LIMIT),
+      AVAILABILITY_CONFIG: path.join(repo, 'deploy/availability.example.yaml'),
+      CHAT_PERSONA_FILE: path.join(repo, 'deploy/demo/persona.md'),
+      WEBMCP_WIDGET_PATH: WIDGET,
+      LLM_BASE_URL: llm.url,
+      LLM_MODEL: 'fake-model',
+      LOG_LEVEL: 'info',
+    };
+    await run(BIN, ['migrate'], { env, cwd: repo });
+    await run(BIN, ['ingest', '--dir', 'deploy/demo/site', '--base-url', origin], { env, cwd: repo, maxBuffer: 1 << 24 });
+    procs.start('serve', BIN, ['serve'], { env, cwd: repo }, logs.serve);
+    await until('sitetools to be ready', async () => (await fetch(`${sitetools}/readyz`)).ok, { timeout: 30000 });
+    serverToolNames = (await (await fetch(`${sitetools}/api/chat/tools`)).json()).tools.map((t) => t.name);
+
+    procs.start(
+      'next',
+      NEXT_BIN,
+      ['start', '--port', String(nextPort), '--hostname', '127.0.0.1'],
+      {
+        cwd: NEXT_DIR,
+        env: { PATH: process.env.PATH, HOME: home, NODE_ENV: 'production', NEXT_TELEMETRY_DISABLED: '1', SITETOOLS_URL: sitetools, WEBMCP_RELAY_PORT: String(relay.port) },
+      },
+      logs.next,
+    );
+    await until('next start to answer', async () => (await fetch(`${origin}/`)).ok, { timeout: 30000 });
+
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS, headless: true });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    page = await context.newPage();
+    page.on('request', (r) => seen.requests.push({ url: r.url(), method: r.method() }));
+    page.on('websocket', (ws) => seen.sockets.push(ws.url()));
+    page.on('console', (m) => seen.console.push(`${m.type()}: ${m.text()}`));
+    page.on('pageerror', (e) => seen.pageErrors.push(String(e)));
+    await page.goto(`${origin}/`);
+  },
+  { timeout: 180000 },
+);
+
+after(async () => {
+  await relay?.client?.close().catch(() => {});
+  await browser?.close().catch(() => {});
+  await procs.stopAll();
+  await llm?.close();
+  if (home) fs.rmSync(home, { recursive: true, force: true });
+  if (process.env.E2E_VERBOSE) {
+    for (const [k, v] of Object.entries(logs)) console.log(`--- ${k}\n${v.join('\n')}`);
+    console.log(`--- console\n${seen.console.join('\n')}`);
+  }
+});
+
+// ---------------------------------------------------------------------------------------
+// The tests, in order: they share one tab and one relay session.
+
+test('the frontend adds the chat with one tag, under a strict CSP', async () => {
+  const res = await fetch(`${origin}/`);
+  const html = await res.text();
+  assert.equal(html.match(/<script[^>]*src="\/webmcp\/chat\.js"/g)?.length, 1, 'one tag for the widget');
+  const csp = res.headers.get('content-security-policy') ?? '';
+  assert.match(csp, /script-src 'self' 'nonce-[^']+'/);
+  assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
+  assert.match(csp, new RegExp(`connect-src 'self' ws://localhost:${relay.port}`));
+
+  await page.waitForSelector('#sitetools-chat-launcher', { state: 'visible' });
+  assert.equal(await page.locator('sitetools-chat').count(), 1);
+  assert.equal((await page.textContent('#sitetools-chat-launcher')).trim(), 'Ask this site');
+  await until('the bridge to register its tools', async () => Number(await page.textContent('#sitetools-webmcp-tool-count')) > 0);
+  assert.deepEqual(seen.console.filter((l) => /Content Security Policy/i.test(l)), [], 'CSP violations');
+  assert.deepEqual(seen.pageErrors, []);
+});
+
+test('chat.js revalidates through the proxy; the files it loads are cached for good', async () => {
+  const res = await fetch(`${origin}/webmcp/chat.js`);
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('cache-control'), 'no-cache');
+  assert.match(res.headers.get('content-type'), /^text\/javascript/);
+  const etag = res.headers.get('etag');
+  assert.ok(etag);
+  const body = await res.text();
+  const again = await fetch(`${origin}/webmcp/chat.js`, { headers: { 'If-None-Match': etag } });
+  assert.equal(again.status, 304);
+  const loaded = [...new Set(body.match(/(chunk-[A-Z0-9]+\.js|chat-[0-9a-f]{12}\.css)/g))];
+  assert.ok(loaded.some((f) => f.endsWith('.css')) && loaded.some((f) => f.endsWith('.js')), loaded.join(' '));
+  for (const f of loaded) {
+    const r = await fetch(`${origin}/webmcp/${f}`);
+    assert.equal(r.status, 200, f);
+    assert.equal(r.headers.get('cache-control'), 'public, max-age=31536000, immutable', f);
+  }
+});
+
+test('consent, then a question: the answer streams through the proxy, first word before the last', async () => {
+  const calls = llm.calls;
+  await openFlyout(page);
+  assert.ok(await page.isVisible('#sitetools-chat-consent'));
+  assert.ok(await page.isHidden('#sitetools-chat-form'));
+  await page.click('#sitetools-chat-consent-accept');
+  assert.ok(await page.isVisible('#sitetools-chat-input'));
+  assert.equal(await deepFocus(page), 'sitetools-chat-input');
+
+  // When the first words are on screen, and when the answer is complete.
+  await page.evaluate(() => {
+    const root = document.querySelector('sitetools-chat').shadowRoot;
+    const log = root.querySelector('#sitetools-chat-log');
+    window.__stream = { first: 0, firstBusy: null, done: 0 };
+    const mo = new MutationObserver(() => {
+      const s = window.__stream;
+      const answers = log.querySelectorAll('.msg-assistant .msg-text');
+      const last = answers[answers.length - 1];
+      if (!s.first && last && last.textContent.trim() !== '') {
+        s.first = performance.now();
+        s.firstBusy = log.getAttribute('aria-busy') === 'true';
+      }
+      if (s.first && !s.done && log.getAttribute('aria-busy') !== 'true') {
+        s.done = performance.now();
+        mo.disconnect();
+      }
+    });
+    mo.observe(log, { subtree: true, childList: true, characterData: true, attributes: true });
+  });
+  await page.fill('#sitetools-chat-input', 'Do you do accessibility audits, and what do they cost?');
+  await page.press('#sitetools-chat-input', 'Enter');
+  const s = await until('the answer to complete', () => page.evaluate(() => window.__stream.done && window.__stream), { timeout: 30000 });
+  assert.equal(s.firstBusy, true, 'the first words appeared while the answer was still streaming');
+  const words = ANSWER.split(' ').length;
+  // Unbuffered, the first word is shown about (words - 1) gaps before the answer ends.
+  assert.ok(s.done - s.first > GAP_MS * (words / 2), `first words ${Math.round(s.done - s.first)} ms before the end`);
+  assert.equal(llm.calls, calls + 1, 'one model call');
+  const t = await transcript();
+  assert.deepEqual(
+    t.messages.map((m) => m.role),
+    ['user', 'assistant'],
+  );
+  assert.equal(t.messages[1].content, ANSWER);
+  // The link of the answer points at the site's own page.
+  assert.equal(await page.getAttribute('#sitetools-chat-log .msg-assistant a', 'href'), '/pricing');
+});
+
+test('time to the first delta: through the Next.js proxy against direct (median of 20)', async (t) => {
+  const slow = llm.gap;
+  llm.gap = 10; // a fast model: what is left is the proxy's own time
+  const direct = [];
+  const proxied = [];
+  try {
+    for (let i = 0; i < 20; i++) {
+      // Each from a client address of its own (the proxy and this test are trusted),
+      // so that 40 turns stay inside the per-client rate limit.
+      direct.push(await firstDelta(`${sitetools}/api/chat`, { headers: { 'X-Forwarded-For': `198.51.100.${i + 1}` } }));
+      proxied.push(await firstDelta(`${origin}/api/chat`, { headers: { 'X-Forwarded-For': `198.51.100.${i + 101}` } }));
+    }
+  } finally {
+    llm.gap = slow;
+  }
+  for (const r of [...direct, ...proxied]) assert.ok(r.first > 0 && r.done >= r.first, JSON.stringify(r));
+  const d = median(direct.map((r) => r.first));
+  const p = median(proxied.map((r) => r.first));
+  t.diagnostic(`first message.delta, median of 20: direct ${d.toFixed(1)} ms, through next start ${p.toFixed(1)} ms (+${(p - d).toFixed(1)} ms)`);
+  t.diagnostic(`message.done, median of 20: direct ${median(direct.map((r) => r.done)).toFixed(1)} ms, through next start ${median(proxied.map((r) => r.done)).toFixed(1)} ms`);
+});
+
+test('the relay reaches sitetools through the Next.js origin', async () => {
+  const token = await mintToken(relay.client);
+  assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'data-state'), 'disconnected');
+  await page.click('#sitetools-webmcp-pill');
+  await page.fill('#sitetools-webmcp-token', token);
+  await page.click('#sitetools-webmcp-connect');
+  await until('the pill to turn green', async () => (await page.getAttribute('#sitetools-webmcp-pill', 'data-state')) === 'connected');
+  assert.match(await page.textContent('#sitetools-webmcp-pill'), new RegExp(`MCP: on · ${serverToolNames.length + LOCAL_TOOLS.length} tools`));
+  await page.click('#sitetools-webmcp-pill'); // close the card
+
+  const want = [...serverToolNames, ...LOCAL_TOOLS].map((n) => prefix + n).sort();
+  // On Node 20 the relay's daemon never sends tools/list_changed: poll the list.
+  await until(
+    'the tab’s tools to reach the client',
+    async () => {
+      const got = (await relay.client.listTools()).tools.map((t) => t.name);
+      return want.every((n) => got.includes(n));
+    },
+    { timeout: 20000, every: 300 },
+  );
+
+  const args = { query: 'accessibility audit with screen reader testing', limit: 3 };
+  const before = seen.requests.length;
+  const viaRelay = await callTool('search_site', args);
+  assert.equal(viaRelay.isError, false, resultText(viaRelay));
+  assert.deepEqual(mcpShape(viaRelay), mcpShape(await callDirect('search_site', args)));
+  assert.ok(viaRelay.structuredContent.results.length > 0);
+  assert.ok(viaRelay.structuredContent.results.every((r) => r.url.startsWith(origin + '/')));
+  // The tab made the call on its own origin: the Next.js proxy carried it.
+  assert.ok(seen.requests.slice(before).some((r) => r.url === `${origin}/api/chat/tools` && r.method === 'POST'));
+});
+
+test('open_page navigates through Next’s client router; the widget stays as it was', async () => {
+  await page.evaluate(() => {
+    window.__marker = 'same document';
+    document.querySelector('sitetools-chat').dataset.marker = 'same element';
+  });
+  const r = await callTool('open_page', { url: '/services/web-platforms' });
+  assert.equal(r.isError, false, resultText(r));
+  assert.equal(r.structuredContent.status, 200);
+  assert.equal(r.structuredContent.url, '/services/web-platforms');
+  assert.equal(new URL(page.url()).pathname, '/services/web-platforms');
+  assert.equal((await page.textContent('main h1')).trim(), 'Web platforms');
+  assert.equal(await page.evaluate(() => window.__marker), 'same document');
+  assert.equal(await page.evaluate(() => document.querySelector('sitetools-chat')?.dataset.marker), 'same element');
+  assert.equal(await page.locator('sitetools-chat').count(), 1);
+  assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'data-state'), 'connected');
+  assert.ok(await page.isVisible('#sitetools-chat-panel'), 'the flyout stayed open');
+  assert.equal(await page.locator('#sitetools-chat-log .msg-user').count(), 1, 'the conversation is still on screen');
+
+  const missing = await callTool('open_page', { url: '/no-such-page' });
+  assert.equal(missing.isError, true);
+  assert.match(resultText(missing), /search_site/);
+  assert.equal(await page.evaluate(() => window.__marker), 'same document');
+
+  const refused = await callTool('open_page', { url: 'https://evil.example/' });
+  assert.equal(refused.isError, true);
+  assert.match(resultText(refused), /^Refused: /);
+});
+
+test('a link in an answer goes through the router too', async () => {
+  await page.click('#sitetools-chat-log .msg-assistant a[href="/pricing"]');
+  await until('the pricing page', async () => new URL(page.url()).pathname === '/pricing');
+  await until('its heading', async () => (await page.textContent('main h1')).trim() === 'Pricing');
+  assert.equal(await page.evaluate(() => window.__marker), 'same document');
+  assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'data-state'), 'connected');
+});
+
+test('prefill_contact_form fills the Next.js contact form and overwrites nothing', async () => {
+  const r0 = await callTool('open_page', { url: '/contact' });
+  assert.equal(r0.isError, false, resultText(r0));
+  await page.waitForSelector('form[data-contact-form]');
+  await page.fill('form[data-contact-form] [name="name"]', 'Typed By The Visitor');
+  await page.evaluate(() => {
+    window.__submits = 0;
+    document.addEventListener('submit', () => window.__submits++, true);
+  });
+  const before = seen.requests.length;
+  const r = await callTool('prefill_contact_form', {
+    name: 'Name The Client Guessed',
+    email: 'visitor@example.org',
+    message: 'We would like an accessibility audit of our booking flow.',
+  });
+  assert.equal(r.isError, false, resultText(r));
+  assert.deepEqual(r.structuredContent.filled, ['email', 'message']);
+  assert.deepEqual(r.structuredContent.kept, ['name']);
+  assert.equal(r.structuredContent.submitted, false);
+  assert.equal(await page.inputValue('form[data-contact-form] [name="name"]'), 'Typed By The Visitor');
+  assert.equal(await page.inputValue('form[data-contact-form] [name="email"]'), 'visitor@example.org');
+  assert.equal(await page.inputValue('form[data-contact-form] [name="message"]'), 'We would like an accessibility audit of our booking flow.');
+  assert.equal(await page.evaluate(() => window.__submits), 0);
+  assert.deepEqual(seen.requests.slice(before), [], 'the prefill made requests');
+  assert.equal(await page.evaluate(() => window.__marker), 'same document');
+});
+
+test('a hostile host stylesheet leaves the widget as it was', async () => {
+  await openFlyout(page);
+  const hostBefore = await hostStyles(page);
+  const before = await widgetStyles(page);
+  assert.ok(Object.keys(before).length >= 8, Object.keys(before).join(' '));
+  await page.evaluate(
+    () =>
+      new Promise((resolve, reject) => {
+        const link = document.createElement('link');
+        link.rel = 'stylesheet';
+        link.href = '/test/hostile.css';
+        link.id = 'hostile';
+        link.onload = resolve;
+        link.onerror = () => reject(new Error('hostile.css did not load'));
+        document.head.appendChild(link);
+      }),
+  );
+  // The stylesheet did hit the page itself…
+  const hostAfter = await hostStyles(page);
+  assert.notDeepEqual(hostAfter.button, hostBefore.button, 'the hostile stylesheet changed nothing on the page: the check proves nothing');
+  assert.notEqual(hostAfter.h1['font-family'], hostBefore.h1['font-family']);
+  // …and nothing of the widget.
+  assert.deepEqual(await widgetStyles(page), before);
+  assert.deepEqual(await panelFits(page), []);
+  await page.evaluate(() => document.getElementById('hostile').remove());
+});
+
+test('the widget’s styles do not leak into the page', async () => {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  try {
+    const without = await ctx.newPage();
+    await without.route('**/webmcp/chat.js', (r) => r.abort());
+    await without.goto(`${origin}/contact`);
+    const bare = await hostStyles(without);
+    const withWidget = await ctx.newPage();
+    await withWidget.goto(`${origin}/contact`);
+    await withWidget.waitForSelector('#sitetools-chat-launcher', { state: 'visible' });
+    assert.deepEqual(await hostStyles(withWidget), bare);
+    const sheets = await withWidget.evaluate(() => [...document.styleSheets].map((s) => s.href ?? 'inline'));
+    assert.deepEqual(
+      sheets.filter((h) => h.includes('/webmcp/')),
+      [],
+      'the widget added a stylesheet to the page',
+    );
+  } finally {
+    await ctx.close();
+  }
+});
+
+test('axe-core: no serious or critical violation, flyout closed and open', async () => {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  try {
+    const p = await ctx.newPage();
+    await p.goto(`${origin}/`);
+    await p.waitForSelector('#sitetools-chat-launcher', { state: 'visible' });
+    assert.deepEqual(await axeViolations(p), [], 'flyout closed');
+    await p.click('#sitetools-chat-launcher');
+    assert.deepEqual(await axeViolations(p), [], 'flyout open, privacy notice');
+    await p.click('#sitetools-chat-consent-accept');
+    await p.click('#sitetools-webmcp-pill');
+    assert.deepEqual(await axeViolations(p), [], 'flyout open, token card');
+  } finally {
+    await ctx.close();
+  }
+});
+
+test('the keyboard: Escape closes the card, then the flyout, and focus returns', async () => {
+  await openFlyout(page);
+  await page.click('#sitetools-webmcp-pill');
+  assert.ok(await page.isVisible('#sitetools-webmcp-card'));
+  await page.keyboard.press('Escape');
+  assert.ok(await page.isHidden('#sitetools-webmcp-card'));
+  assert.equal(await deepFocus(page), 'sitetools-webmcp-pill');
+  await page.keyboard.press('Escape');
+  assert.ok(await page.isHidden('#sitetools-chat-panel'));
+  assert.equal(await deepFocus(page), 'sitetools-chat-launcher');
+  await page.keyboard.press('Enter');
+  assert.ok(await page.isVisible('#sitetools-chat-panel'));
+  assert.equal(await deepFocus(page), 'sitetools-chat-input');
+  // Tab moves through the flyout's controls in order.
+  await page.focus('#sitetools-webmcp-pill');
+  await page.keyboard.press('Tab');
+  assert.equal(await deepFocus(page), 'sitetools-chat-clear');
+  await page.keyboard.press('Tab');
+  assert.equal(await deepFocus(page), 'sitetools-chat-close');
+});
+
+test('a 360 px wide phone and 200 % zoom: the flyout fits and works', async (t) => {
+  for (const [name, viewport, scale] of [
+    ['360 px phone', { width: 360, height: 740 }, 3],
+    ['200 % zoom of 1280×900', { width: 640, height: 450 }, 2],
+  ]) {
+    const ctx = await browser.newContext({ viewport, deviceScaleFactor: scale });
+    try {
+      const p = await ctx.newPage();
+      await p.goto(`${origin}/`);
+      await openFlyout(p);
+      await p.click('#sitetools-chat-consent-accept');
+      assert.deepEqual(await panelFits(p), [], name);
+      await p.fill('#sitetools-chat-input', 'What does an audit cost?');
+      await p.press('#sitetools-chat-input', 'Enter');
+      await until(`${name}: the answer`, async () => (await transcript(p))?.messages?.at(-1)?.role === 'assistant', { timeout: 20000 });
+      assert.deepEqual(await panelFits(p), [], `${name}, with an answer`);
+      t.diagnostic(`${name}: the flyout fits`);
+    } finally {
+      await ctx.close();
+    }
+  }
+});
+
+test('screenshots: the widget on the Next.js site, desktop and a 390 px phone', async (t) => {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  const desktop = path.join(SHOTS, 'nextjs-desktop.png');
+  const home = await callTool('open_page', { url: '/' });
+  assert.equal(home.isError, false, resultText(home));
+  await openFlyout(page);
+  assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'data-state'), 'connected');
+  await page.screenshot({ path: desktop });
+  t.diagnostic(`desktop: ${desktop}`);
+
+  const ctx = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+  try {
+    const p = await ctx.newPage();
+    await p.goto(`${origin}/pricing`);
+    await p.waitForSelector('#sitetools-chat-launcher', { state: 'visible' });
+    const closed = path.join(SHOTS, 'nextjs-mobile-closed.png');
+    await p.screenshot({ path: closed });
+    await p.click('#sitetools-chat-launcher');
+    await p.click('#sitetools-chat-consent-accept');
+    await p.fill('#sitetools-chat-input', 'Do you do accessibility audits?');
+    await p.press('#sitetools-chat-input', 'Enter');
+    await until('the answer', async () => (await transcript(p))?.messages?.at(-1)?.role === 'assistant', { timeout: 20000 });
+    const open = path.join(SHOTS, 'nextjs-mobile.png');
+    await p.screenshot({ path: open });
+    t.diagnostic(`390 px phone: ${closed}, ${open}`);
+  } finally {
+    await ctx.close();
+  }
+});
+
+test('client addresses pass through the proxy to the per-client rate limit', async () => {
+  const call = (ip) =>
+    fetch(`${origin}/api/chat/tools`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Forwarded-For': ip },
+      body: JSON.stringify({ name: 'search_site', arguments: { query: 'pricing' } }),
+    });
+  const statuses = [];
+  for (let i = 0; i <= RATE_LIMIT; i++) statuses.push((await call('203.0.113.9')).status);
+  assert.deepEqual(statuses.slice(0, RATE_LIMIT), Array(RATE_LIMIT).fill(200));
+  const limited = await call('203.0.113.9');
+  assert.equal(limited.status, 429);
+  assert.ok(Number(limited.headers.get('retry-after')) > 0);
+  // Another visitor behind the same proxy has a bucket of their own.
+  assert.equal((await call('203.0.113.10')).status, 200);
+});
+
+test('the tab spoke only to its own origin and the relay', async () => {
+  const foreign = seen.requests.filter((r) => new URL(r.url).origin !== origin);
+  assert.deepEqual(foreign, [], 'requests to other origins');
+  assert.ok(seen.sockets.length >= 2, 'register and channel sockets');
+  assert.deepEqual(
+    seen.sockets.filter((u) => !u.startsWith(`ws://localhost:${relay.port}/`)),
+    [],
+  );
+  assert.deepEqual(seen.pageErrors, []);
+  assert.deepEqual(seen.console.filter((l) => /Content Security Policy/i.test(l)), [], 'CSP violations');
+  // sitetools saw the tab's calls through the proxy, and nothing failed.
+  const lines = logs.serve.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  const requests = lines.filter((l) => l.msg === 'request');
+  assert.ok(requests.some((l) => l.route === '/api/chat/tools' && l.method === 'POST' && l.tool === 'search_site'));
+  assert.deepEqual(
+    requests.filter((l) => l.code === 'origin_not_allowed' || l.status >= 500),
+    [],
+  );
+});
