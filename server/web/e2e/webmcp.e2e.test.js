@@ -22,6 +22,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { chromium } from 'playwright-core';
 
+import { axeViolations } from './harness.js';
+
 const run = promisify(execFile);
 const webDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const repo = path.resolve(webDir, '../..');
@@ -575,5 +577,52 @@ test('a fresh tab clears a stale widget session and registers with document.mode
     assert.equal(new URL(tab.url()).pathname, '/pricing');
   } finally {
     await tab.close();
+  }
+});
+
+test('the German pages get the German widget, which follows a change of language', async () => {
+  const tab = await page.context().newPage();
+  const problems = [];
+  tab.on('console', (m) => /Content Security Policy/i.test(m.text()) && problems.push(m.text()));
+  tab.on('pageerror', (e) => problems.push(String(e)));
+  try {
+    await tab.goto(`${site}/de/`);
+    await tab.waitForSelector('#sitetools-chat-launcher', { state: 'visible' });
+    assert.equal((await tab.textContent('#sitetools-chat-launcher')).trim(), 'Diese Website fragen');
+    await tab.click('#sitetools-chat-launcher');
+    assert.equal((await tab.textContent('#sitetools-chat-title')).trim(), 'Diese Website fragen');
+    assert.equal((await tab.textContent('#sitetools-chat-send')).trim(), 'Senden');
+    assert.match(await tab.textContent('#sitetools-webmcp-pill'), /MCP: aus/);
+    // The site's router swaps in an English page: the widget follows <html lang>.
+    await tab.click('a[hreflang="en"]');
+    await until('the English page', async () => (await tab.evaluate(() => document.documentElement.lang)) === 'en');
+    await until('the English widget', async () => (await tab.textContent('#sitetools-chat-title')).trim() === 'Ask this site');
+    assert.ok(await tab.isVisible('#sitetools-chat-panel'), 'the flyout stayed open');
+    assert.deepEqual(problems, []);
+  } finally {
+    await tab.close();
+  }
+});
+
+test('axe-core finds no serious or critical violation on the demo, flyout closed and open', async () => {
+  // axe adds a style element of its own while it runs, which the pages' CSP refuses:
+  // it runs where the CSP is not enforced (the tests above hold the widget to it).
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
+  try {
+    for (const path of ['/', '/de/contact']) {
+      const tab = await ctx.newPage();
+      await tab.goto(`${site}${path}`);
+      await tab.waitForSelector('#sitetools-chat-launcher', { state: 'visible' });
+      assert.deepEqual(await axeViolations(tab), [], `${path}, flyout closed`);
+      await tab.click('#sitetools-chat-launcher');
+      assert.deepEqual(await axeViolations(tab), [], `${path}, flyout open`);
+      // The notice is accepted once per browser: on the second page it is not shown.
+      if (await tab.isVisible('#sitetools-chat-consent-accept')) await tab.click('#sitetools-chat-consent-accept');
+      await tab.click('#sitetools-webmcp-pill');
+      assert.deepEqual(await axeViolations(tab), [], `${path}, token card open`);
+      await tab.close();
+    }
+  } finally {
+    await ctx.close();
   }
 });

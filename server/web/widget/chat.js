@@ -231,7 +231,9 @@ class SitetoolsChat extends HTMLElement {
       h('div', { class: 'actions' }, el.accept, el.decline),
     );
 
-    el.log = h('ol', { class: 'log', part: 'log', id: 'sitetools-chat-log', role: 'log', 'aria-live': 'polite', 'aria-relevant': 'additions text' });
+    // The conversation: a live region (role log) holding the list of messages.
+    el.list = h('ol', { class: 'messages' });
+    el.log = h('div', { class: 'log', part: 'log', id: 'sitetools-chat-log', role: 'log', 'aria-live': 'polite', 'aria-relevant': 'additions text' }, el.list);
     el.status = h('p', { class: 'visually-hidden', id: 'sitetools-chat-status', role: 'status', 'aria-live': 'polite' });
     el.input = h('textarea', { id: 'sitetools-chat-input', name: 'message', rows: '2', maxlength: '2000', required: true, part: 'input' });
     el.send = t('send', h('button', { type: 'submit', class: 'button', id: 'sitetools-chat-send', part: 'send' }));
@@ -505,8 +507,8 @@ class SitetoolsChat extends HTMLElement {
     if (!e || this.#busy) return;
     const s = storage();
     const tr = s ? loadTranscript(s) : { messages: [] };
-    e.log.replaceChildren(...tr.messages.map((m) => this.#messageItem(m)));
-    if (!tr.messages.length) e.log.appendChild(h('li', { class: 'msg msg-hint' }, this.#t.hint));
+    e.list.replaceChildren(...tr.messages.map((m) => this.#messageItem(m)));
+    if (!tr.messages.length) e.list.appendChild(h('li', { class: 'msg msg-hint' }, this.#t.hint));
     e.log.scrollTop = e.log.scrollHeight;
   }
 
@@ -549,7 +551,7 @@ class SitetoolsChat extends HTMLElement {
 
     const item = this.#messageItem({ role: 'assistant', content: '' });
     const text = item.querySelector('.msg-text');
-    e.log.appendChild(item);
+    e.list.appendChild(item);
     e.log.setAttribute('aria-busy', 'true');
     this.#busy = true;
     e.send.disabled = true;
@@ -611,7 +613,7 @@ class SitetoolsChat extends HTMLElement {
     }
     this.#render();
     if (failed) {
-      e.log.appendChild(h('li', { class: 'msg msg-error', role: 'alert' }, failed));
+      e.list.appendChild(h('li', { class: 'msg msg-error', role: 'alert' }, failed));
     } else {
       this.#say(t.done);
     }
