@@ -206,8 +206,7 @@ async function openPage(args) {
   const r = await navigate(g.path);
   if (r.status === 404) {
     return errorResult(
-      `There is no page at ${g.path}; the tab shows the site's "page not found" page. ` +
-        'Use search_site to find the right page, then open its url.',
+      `There is no page at ${g.path}. Use search_site to find the right page, then open its url.`,
       { url: g.path, status: 404 },
     );
   }
