@@ -85,8 +85,10 @@ export async function proxyToSitetools(req: Request): Promise<Response> {
     // Keep any proxy in front of this server (nginx, a CDN) and Next's own compression
     // from holding events back.
     out.set("x-accel-buffering", "no");
-    if (!/no-transform/.test(out.get("cache-control") ?? "")) {
-      out.set("cache-control", "no-cache, no-transform");
+    // no-transform is added to what sitetools said (no-store), never in its place.
+    const cc = out.get("cache-control");
+    if (!/no-transform/.test(cc ?? "")) {
+      out.set("cache-control", cc ? `${cc}, no-transform` : "no-cache, no-transform");
     }
   }
   // The upstream body stream itself: every chunk is passed on when it arrives.

@@ -140,7 +140,8 @@ function panelFits(p) {
 }
 
 async function openFlyout(p) {
-  await p.waitForSelector('#sitetools-chat-launcher', { state: 'visible' });
+  // The launcher is hidden while the flyout is open.
+  await p.waitForSelector('#sitetools-chat-launcher', { state: 'attached' });
   if (await p.isHidden('#sitetools-chat-panel')) await p.click('#sitetools-chat-launcher');
   await p.waitForSelector('#sitetools-chat-panel', { state: 'visible' });
 }

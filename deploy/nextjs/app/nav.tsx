@@ -1,0 +1,32 @@
+"use client";
+
+import Link from "next/link";
+import { usePathname } from "next/navigation";
+
+const links = [
+  { href: "/", label: "Home" },
+  { href: "/services", label: "Services" },
+  { href: "/pricing", label: "Pricing" },
+  { href: "/blog", label: "Blog" },
+  { href: "/contact", label: "Contact" },
+];
+
+export default function Nav() {
+  const pathname = usePathname();
+  return (
+    <nav aria-label="Main">
+      <ul className="nav-list">
+        {links.map(({ href, label }) => {
+          const current = href === "/" ? pathname === "/" : pathname === href || pathname.startsWith(href + "/");
+          return (
+            <li key={href}>
+              <Link href={href} aria-current={current ? "page" : undefined}>
+                {label}
+              </Link>
+            </li>
+          );
+        })}
+      </ul>
+    </nav>
+  );
+}

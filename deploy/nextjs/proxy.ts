@@ -1,0 +1,65 @@
+// Runs before every page request (Next 16's proxy, formerly middleware).
+//
+// - A Content-Security-Policy with a fresh nonce. The policy goes on the request too:
+//   Next reads the nonce from it and puts it on its own inline scripts. Scripts, styles
+//   and fetches come from this origin only, plus the WebMCP relay on the visitor's
+//   computer (ws://localhost:$WEBMCP_RELAY_PORT, default 4797).
+// - Status 404 for a path that is no page (the catch-all page renders
+//   app/not-found.tsx for it).
+import { NextResponse, type NextRequest } from "next/server";
+import { pages } from "@/lib/content";
+
+export async function proxy(request: NextRequest) {
+  const nonce = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));
+  const relayPort = Number(process.env.WEBMCP_RELAY_PORT) || 4797;
+  const csp = [
+    "default-src 'self'",
+    `script-src 'self' 'nonce-${nonce}'`,
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "font-src 'self'",
+    `connect-src 'self' ws://localhost:${relayPort}`,
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join("; ");
+
+  const requestHeaders = new Headers(request.headers);
+  requestHeaders.set("content-security-policy", csp);
+  // Not when a page of this site fetch()es it (Sec-Fetch-Dest: empty), as Next's router
+  // does for the page's RSC payload: for an answer that is not 2xx the router loads the
+  // whole document instead, which would end client-side navigation. (Next hides the
+  // RSC request headers from proxy.ts.) A HEAD request still learns the 404.
+  const fetched = request.method === "GET" && request.headers.get("sec-fetch-dest") === "empty";
+  const missing = !fetched && !(await isPage(request.nextUrl.pathname));
+  const response = NextResponse.next({ request: { headers: requestHeaders }, status: missing ? 404 : 200 });
+  response.headers.set("content-security-policy", csp);
+  return response;
+}
+
+async function isPage(pathname: string): Promise<boolean> {
+  let path: string;
+  try {
+    path = decodeURIComponent(pathname);
+  } catch {
+    return false;
+  }
+  if (path.length > 1) path = path.replace(/\/+$/, "");
+  return (await pages()).has(path);
+}
+
+export const config = {
+  matcher: [
+    {
+      // Pages only: not the sitetools routes (app/api/chat, app/mcp, app/webmcp), Next's
+      // static files and images, or file names (favicon.ico, public/…).
+      source: "/((?!api/chat(?:/|$)|mcp$|webmcp/[^/]+$|_next/static/|_next/image|.*\\.[^/]*$).*)",
+      // Prefetches are not documents and need no policy.
+      missing: [
+        { type: "header", key: "next-router-prefetch" },
+        { type: "header", key: "purpose", value: "prefetch" },
+      ],
+    },
+  ],
+};
