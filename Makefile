@@ -26,13 +26,17 @@ demo: build
 	  ADMIN_TOKEN=$(DEMO_ADMIN_TOKEN) SITE_URL=http://$(DEMO_LISTEN) AVAILABILITY_CONFIG=deploy/availability.example.yaml \
 	  SITE_PAGES_DIR=deploy/demo/site CHAT_PERSONA_FILE=deploy/demo/persona.md exec bin/sitetools serve
 
-## test: provision PostgreSQL with pgvector (or use TEST_DATABASE_URL) and run every test
+## test: provision PostgreSQL with pgvector (or use TEST_DATABASE_URL) and run every test.
+## The browser side (Chromium, npm packages, next build) is set up while the Go tests run;
+## its log is in .browser-setup.log.
 test: build
 	@url=$$($(PG) start) && \
 	  deploy/dev/proxies.sh && \
+	  { deploy/dev/browser.sh >.browser-setup.log 2>&1 & browser=$$!; } && \
 	  $(GO) vet ./... && \
 	  TEST_DATABASE_URL=$$url $(GO) test -race -count=1 -timeout 15m ./... && \
-	  deploy/dev/browser.sh && cd server/web && node --test test/*.test.js && \
+	  { wait $$browser || { cat .browser-setup.log >&2; echo "deploy/dev/browser.sh failed" >&2; exit 1; }; } && \
+	  cd server/web && node --test test/*.test.js && \
 	  TEST_DATABASE_URL=$$url SITETOOLS_BIN=$(CURDIR)/bin/sitetools node --test --test-concurrency=1 --test-timeout=300000 e2e/*.e2e.test.js
 
 ## fuzz: run the request-body fuzzer (FUZZTIME, default 60s)
@@ -54,4 +58,4 @@ pg-stop:
 	@$(PG) stop
 
 clean: pg-stop
-	rm -rf bin .pg
+	rm -rf bin .pg .browser-setup.log deploy/nextjs/.next

@@ -489,6 +489,76 @@ test('the widget’s styles do not leak into the page', async () => {
   }
 });
 
+test('a site themes the widget with custom properties and ::part()', async () => {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  try {
+    const p = await ctx.newPage();
+    await p.goto(`${origin}/`);
+    await p.waitForSelector('#sitetools-chat-launcher', { state: 'visible' });
+    const launcher = () =>
+      p.evaluate(() => {
+        const cs = getComputedStyle(document.querySelector('sitetools-chat').shadowRoot.querySelector('#sitetools-chat-launcher'));
+        return { bg: cs.backgroundColor, radius: cs.borderTopLeftRadius, font: cs.fontFamily, right: cs.right, left: cs.left, shadow: cs.boxShadow };
+      });
+    const before = await launcher();
+    // Through the CSSOM, which a strict CSP allows, as a site's own stylesheet would.
+    await p.evaluate(() => {
+      const root = document.documentElement.style;
+      root.setProperty('--sitetools-chat-accent', 'rgb(10, 120, 60)');
+      root.setProperty('--sitetools-chat-font', 'serif');
+      document.styleSheets[0].insertRule('sitetools-chat::part(launcher) { border-radius: 3px; box-shadow: none }');
+    });
+    const after = await launcher();
+    assert.equal(after.bg, 'rgb(10, 120, 60)');
+    assert.equal(after.font, 'serif');
+    assert.equal(after.radius, '3px');
+    assert.equal(after.shadow, 'none');
+    assert.notEqual(before.bg, after.bg);
+    // The left corner instead of the right.
+    await p.evaluate(() => {
+      document.documentElement.style.setProperty('--sitetools-chat-left', '12px');
+      document.documentElement.style.setProperty('--sitetools-chat-right', 'auto');
+    });
+    const box = await p.evaluate(() => document.querySelector('sitetools-chat').shadowRoot.querySelector('#sitetools-chat-launcher').getBoundingClientRect().left);
+    assert.equal(Math.round(box), 12);
+  } finally {
+    await ctx.close();
+  }
+});
+
+test('a page places its own <sitetools-chat inline>: it replaces the corner launcher', async () => {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  try {
+    const p = await ctx.newPage();
+    await p.goto(`${origin}/contact`);
+    await p.waitForSelector('#sitetools-chat-launcher', { state: 'visible' });
+    await p.evaluate(() => {
+      const el = document.createElement('sitetools-chat');
+      el.setAttribute('inline', '');
+      el.setAttribute('label', 'Questions? Ask here');
+      el.id = 'placed';
+      document.querySelector('main').appendChild(el);
+    });
+    await until('one widget, the placed one', async () => (await p.locator('sitetools-chat').count()) === 1);
+    assert.equal(await p.evaluate(() => document.querySelector('sitetools-chat').id), 'placed');
+    assert.ok(await p.isVisible('#sitetools-chat-panel'));
+    assert.ok(await p.isHidden('#sitetools-chat-launcher'));
+    assert.ok(await p.isHidden('#sitetools-chat-close'));
+    assert.equal((await p.textContent('#sitetools-chat-title')).trim(), 'Questions? Ask here');
+    // It sits in the page's flow, inside <main>, not in a corner.
+    const inMain = await p.evaluate(() => {
+      const panel = document.querySelector('sitetools-chat').shadowRoot.querySelector('#sitetools-chat-panel').getBoundingClientRect();
+      const main = document.querySelector('main').getBoundingClientRect();
+      return panel.left >= main.left - 1 && panel.right <= main.right + 1;
+    });
+    assert.ok(inMain, 'the inline chat is not inside <main>');
+    await p.keyboard.press('Escape');
+    assert.ok(await p.isVisible('#sitetools-chat-panel'), 'Escape does not close an inline chat');
+  } finally {
+    await ctx.close();
+  }
+});
+
 test('axe-core: no serious or critical violation, flyout closed and open', async () => {
   // axe adds a style element of its own while it runs, which the CSP refuses: it runs
   // where the CSP is not enforced (the other tests hold the widget to it).
