@@ -61,7 +61,8 @@ func TestWidgetBundle(t *testing.T) {
 		}
 	}
 
-	// What a page loads for the chat: chat.js, its chunks and its stylesheet.
+	// What a page loads for the chat: chat.js, its chunks and its stylesheet, gzipped at
+	// the default level (as a proxy compresses them).
 	raw, gz := 0, 0
 	for name, f := range byName {
 		if name == "bridge.js" {
@@ -79,7 +80,7 @@ func TestWidgetBundle(t *testing.T) {
 func gzipSize(t *testing.T, b []byte) int {
 	t.Helper()
 	var buf bytes.Buffer
-	w, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	w, _ := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
 	if _, err := w.Write(b); err != nil {
 		t.Fatal(err)
 	}
