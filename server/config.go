@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +37,9 @@ type Config struct {
 	SitePagesDir     string // Markdown pages served as the site; empty: no pages
 	WebMCPWidgetPath string // the relay's widget script from npm; empty: DefaultWebMCPWidgetPath
 	WebMCPRelayPort  int    // the visitor's relay port the pages' CSP lets the bridge reach
+	// WebMCPOriginTrialToken, when set, is sent with every page as an Origin-Trial
+	// header: Chrome then offers document.modelContext to visitors without the flag.
+	WebMCPOriginTrialToken string
 
 	// Version is the build's version, set by the command, not the environment.
 	Version string
@@ -127,17 +131,18 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			MaxMessages:      l.integer("CHAT_MAX_MESSAGES", 40, 1, 500),
 			MaxChars:         l.integer("CHAT_MAX_CHARS", 20000, 100, 1_000_000),
 		},
-		AvailabilityConfig:  l.str("AVAILABILITY_CONFIG", ""),
-		AvailabilityICSURLs: l.urls("AVAILABILITY_ICS_URLS"),
-		MCPAllowedHosts:     l.hosts("MCP_ALLOWED_HOSTS"),
-		SitePagesDir:        l.str("SITE_PAGES_DIR", ""),
-		WebMCPWidgetPath:    l.str("WEBMCP_WIDGET_PATH", ""),
-		WebMCPRelayPort:     l.integer("WEBMCP_RELAY_PORT", 4797, 1, 65535),
-		RateLimitPerMinute:  l.integer("RATE_LIMIT_PER_MINUTE", 60, 0, 1_000_000),
-		BodyLimitBytes:      int64(l.integer("BODY_LIMIT_BYTES", 64<<10, 1024, 16<<20)),
-		ToolTimeout:         l.duration("TOOL_TIMEOUT", 10*time.Second),
-		ShutdownTimeout:     l.duration("SHUTDOWN_TIMEOUT", 20*time.Second),
-		LogLevel:            l.str("LOG_LEVEL", "info"),
+		AvailabilityConfig:     l.str("AVAILABILITY_CONFIG", ""),
+		AvailabilityICSURLs:    l.urls("AVAILABILITY_ICS_URLS"),
+		MCPAllowedHosts:        l.hosts("MCP_ALLOWED_HOSTS"),
+		SitePagesDir:           l.str("SITE_PAGES_DIR", ""),
+		WebMCPWidgetPath:       l.str("WEBMCP_WIDGET_PATH", ""),
+		WebMCPRelayPort:        l.integer("WEBMCP_RELAY_PORT", 4797, 1, 65535),
+		WebMCPOriginTrialToken: l.str("WEBMCP_ORIGIN_TRIAL_TOKEN", ""),
+		RateLimitPerMinute:     l.integer("RATE_LIMIT_PER_MINUTE", 60, 0, 1_000_000),
+		BodyLimitBytes:         int64(l.integer("BODY_LIMIT_BYTES", 64<<10, 1024, 16<<20)),
+		ToolTimeout:            l.duration("TOOL_TIMEOUT", 10*time.Second),
+		ShutdownTimeout:        l.duration("SHUTDOWN_TIMEOUT", 20*time.Second),
+		LogLevel:               l.str("LOG_LEVEL", "info"),
 	}
 	if c.DatabaseURL == "" {
 		l.fail("DATABASE_URL", "is required (e.g. postgres://user:pass@host:5432/sitetools)")
@@ -196,6 +201,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	default:
 		l.fail("LLM_TOOL_MODE", "must be native or json")
 	}
+	if t := c.WebMCPOriginTrialToken; t != "" && !originTrialToken.MatchString(t) {
+		l.fail("WEBMCP_ORIGIN_TRIAL_TOKEN", "must be the token Chrome's origin-trial console gives (base64, one line, no spaces)")
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -203,6 +211,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	return c, errors.Join(l.errs...)
 }
+
+// originTrialToken is the shape of an origin-trial token: base64 of a signed payload.
+var originTrialToken = regexp.MustCompile(`^[A-Za-z0-9+/]{40,1000}={0,2}$`)
 
 // AllowedOrigins returns every origin allowed to call the public API from a browser.
 func (c Config) AllowedOrigins() []string {

@@ -209,26 +209,27 @@ func newAdminServer(t *testing.T, te *testEnv) string {
 
 func TestConfigErrorsNameEveryVariable(t *testing.T) {
 	vars := map[string]string{
-		"DATABASE_URL":          "mysql://x",
-		"RATE_LIMIT_PER_MINUTE": "lots",
-		"TRUSTED_PROXIES":       "10.0.0.0/8, not-an-ip",
-		"CORS_ALLOWED_ORIGINS":  "ftp://x",
-		"TOOL_TIMEOUT":          "-1s",
-		"BODY_LIMIT_BYTES":      "1",
-		"LOG_LEVEL":             "loud",
-		"SITE_URL":              "example.com",
+		"DATABASE_URL":              "mysql://x",
+		"RATE_LIMIT_PER_MINUTE":     "lots",
+		"TRUSTED_PROXIES":           "10.0.0.0/8, not-an-ip",
+		"CORS_ALLOWED_ORIGINS":      "ftp://x",
+		"TOOL_TIMEOUT":              "-1s",
+		"BODY_LIMIT_BYTES":          "1",
+		"LOG_LEVEL":                 "loud",
+		"SITE_URL":                  "example.com",
+		"WEBMCP_ORIGIN_TRIAL_TOKEN": "not a token\n",
 	}
 	_, err := server.LoadConfig(func(k string) string { return vars[k] })
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, name := range []string{"DATABASE_URL", "RATE_LIMIT_PER_MINUTE", "TRUSTED_PROXIES", "CORS_ALLOWED_ORIGINS", "TOOL_TIMEOUT", "BODY_LIMIT_BYTES", "LOG_LEVEL", "SITE_URL", "ADMIN_TOKEN"} {
+	for _, name := range []string{"DATABASE_URL", "RATE_LIMIT_PER_MINUTE", "TRUSTED_PROXIES", "CORS_ALLOWED_ORIGINS", "TOOL_TIMEOUT", "BODY_LIMIT_BYTES", "LOG_LEVEL", "SITE_URL", "ADMIN_TOKEN", "WEBMCP_ORIGIN_TRIAL_TOKEN"} {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("error does not name %s:\n%v", name, err)
 		}
 	}
-	if n := strings.Count(err.Error(), "\n") + 1; n != 9 {
-		t.Errorf("%d lines, want one per problem (9):\n%v", n, err)
+	if n := strings.Count(err.Error(), "\n") + 1; n != 10 {
+		t.Errorf("%d lines, want one per problem (10):\n%v", n, err)
 	}
 }
 

@@ -40,12 +40,13 @@ var webFiles embed.FS
 // site is what the public listener serves to browsers: the pages rendered from
 // SITE_PAGES_DIR (none when unset), their 404 pages, and the static files.
 type site struct {
-	pages    map[string]*renderedPage // by URL path
-	notFound map[string]*renderedPage // by section: "/" and the language roots
-	sections []string
-	rootLang string
-	static   map[string]*staticFile // by URL path
-	csp      string
+	originTrial string                   // the Origin-Trial header of every page, if any
+	pages       map[string]*renderedPage // by URL path
+	notFound    map[string]*renderedPage // by section: "/" and the language roots
+	sections    []string
+	rootLang    string
+	static      map[string]*staticFile // by URL path
+	csp         string
 }
 
 type renderedPage struct {
@@ -79,11 +80,12 @@ var legalNames = []string{"imprint", "impressum", "privacy", "datenschutz", "leg
 // silently lost a page would be worse.
 func newSite(cfg Config, logger *slog.Logger) (*site, error) {
 	s := &site{
-		pages:    map[string]*renderedPage{},
-		notFound: map[string]*renderedPage{},
-		rootLang: "en",
-		static:   map[string]*staticFile{},
-		csp:      contentSecurityPolicy(cfg.WebMCPRelayPort),
+		pages:       map[string]*renderedPage{},
+		notFound:    map[string]*renderedPage{},
+		rootLang:    "en",
+		static:      map[string]*staticFile{},
+		csp:         contentSecurityPolicy(cfg.WebMCPRelayPort),
+		originTrial: cfg.WebMCPOriginTrialToken,
 	}
 	if err := s.loadStatic(cfg, logger); err != nil {
 		return nil, err
@@ -571,6 +573,9 @@ func (a *App) notFound(c echo.Context) error {
 func (a *App) writePage(c echo.Context, status int, p *renderedPage) error {
 	h := c.Response().Header()
 	h.Set("Content-Security-Policy", a.site.csp)
+	if a.site.originTrial != "" {
+		h.Set("Origin-Trial", a.site.originTrial)
+	}
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-cache")

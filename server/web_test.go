@@ -430,3 +430,21 @@ func checkChatTag(t *testing.T, root *html.Node) {
 		t.Errorf("the page carries chat markup of its own: the widget builds it")
 	}
 }
+
+func TestSiteOriginTrial(t *testing.T) {
+	const token = "A4ELp8QIfdxBNZ0MK5O0U1gNcMm1e5mIxCb/8aTN1+Ww1Ln1cAUYcBf9TbdWcH3kDqNEa4lB2VvM0XSbPPZqkAYAAAB4eyJvcmlnaW4iOiJodHRwczovL2V4YW1wbGUuY29tOjQ0MyIsImZlYXR1cmUiOiJXZWJNQ1AiLCJleHBpcnkiOjE3OTk5OTk5OTl9"
+	te := siteEnv(t, map[string]string{"WEBMCP_ORIGIN_TRIAL_TOKEN": token})
+	for _, p := range []string{"/", "/pricing", "/no-such-page"} {
+		r := te.do(t, http.MethodGet, p, nil, nil)
+		if got := r.header.Get("Origin-Trial"); got != token {
+			t.Errorf("%s: Origin-Trial %q", p, got)
+		}
+	}
+	// Not on the API or the widget's files: the token is for documents.
+	if r := te.do(t, http.MethodGet, "/webmcp/chat.js", nil, nil); r.header.Get("Origin-Trial") != "" {
+		t.Errorf("Origin-Trial on a script")
+	}
+	if r := siteEnv(t, nil).do(t, http.MethodGet, "/", nil, nil); r.header.Get("Origin-Trial") != "" {
+		t.Errorf("Origin-Trial without a token")
+	}
+}

@@ -35,6 +35,10 @@ export async function proxy(request: NextRequest) {
   const missing = !fetched && !(await isPage(request.nextUrl.pathname));
   const response = NextResponse.next({ request: { headers: requestHeaders }, status: missing ? 404 : 200 });
   response.headers.set("content-security-policy", csp);
+  // Chrome offers document.modelContext (WebMCP) to visitors without the flag when the
+  // page carries an origin-trial token for this origin.
+  const trial = process.env.WEBMCP_ORIGIN_TRIAL_TOKEN;
+  if (trial) response.headers.set("origin-trial", trial);
   return response;
 }
 

@@ -2,12 +2,13 @@
 // chat widget, /webmcp/chat.js, and its relay connection survive a page change), and the
 // contact form, which sends nothing anywhere.
 
-// Paths of the service that are not pages.
-const NOT_PAGES = ['/api', '/assets', '/webmcp', '/mcp', '/healthz', '/readyz'];
+import { guardSameOrigin } from '/webmcp/bridge.js';
+
 const SWAPPED = ['sitetools-header', 'sitetools-main', 'sitetools-footer'];
 
+// isPage: a page of this site, by the widget's one same-origin guard.
 function isPage(url) {
-  return url.origin === location.origin && !NOT_PAGES.some((p) => url.pathname === p || url.pathname.startsWith(p + '/'));
+  return guardSameOrigin(url.href, location.origin).ok;
 }
 
 const announcer = document.createElement('p');

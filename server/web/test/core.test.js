@@ -24,6 +24,7 @@ import {
   validatePrefill,
   validateSave,
 } from '../widget/core.js';
+import { hostileURLs } from './hostile-urls.js';
 
 const ORIGIN = 'https://shop.example.com';
 
@@ -58,7 +59,7 @@ describe('guardSameOrigin', () => {
   ];
   for (const [input, path] of allowed) {
     it(`allows ${JSON.stringify(input)}`, () => {
-      assert.deepEqual(guardSameOrigin(input, ORIGIN), { ok: true, path });
+      assert.deepEqual(guardSameOrigin(input, ORIGIN), { ok: true, url: ORIGIN + path, path });
     });
   }
   const refused = [
@@ -104,6 +105,27 @@ describe('guardSameOrigin', () => {
       assert.match(g.reason, reason);
     });
   }
+  for (const input of hostileURLs(ORIGIN)) {
+    it(`refuses the hostile ${JSON.stringify(input).slice(0, 60)}`, () => {
+      const g = guardSameOrigin(input, ORIGIN);
+      assert.equal(g.ok, false, JSON.stringify(g));
+      assert.ok(g.reason.length > 0);
+    });
+  }
+  it('has at least 30 hostile inputs, and refuses them for a site on a port too', () => {
+    assert.ok(hostileURLs(ORIGIN).length >= 30);
+    for (const input of hostileURLs('http://127.0.0.1:4711')) {
+      assert.equal(guardSameOrigin(input, 'http://127.0.0.1:4711').ok, false, JSON.stringify(input));
+    }
+  });
+  it('never returns a path that a browser reads as another host', () => {
+    for (const input of ['/a/../pricing', '/./pricing', '/%2e/pricing', '/pricing#//evil.example', '/pricing?next=//evil.example']) {
+      const g = guardSameOrigin(input, ORIGIN);
+      assert.equal(g.ok, true, input);
+      assert.equal(new URL(g.path, ORIGIN + '/').origin, ORIGIN, input);
+      assert.equal(new URL(g.url).origin, ORIGIN, input);
+    }
+  });
   it('refuses what is not a string', () => {
     for (const v of [undefined, null, 42, {}, ['/x']]) assert.equal(guardSameOrigin(v, ORIGIN).ok, false);
   });

@@ -81,14 +81,21 @@ function whenIdle() {
   });
 }
 
+let catalogETag = '';
+
+// fetchCatalog is the registry's tools, or null when the catalog is unchanged since
+// the last fetch (its ETag) or cannot be had.
 async function fetchCatalog() {
   try {
-    const res = await fetch(CATALOG_URL, { headers: { Accept: 'application/json' }, credentials: 'same-origin' });
-    if (!res.ok) return [];
+    const headers = { Accept: 'application/json' };
+    if (catalogETag) headers['If-None-Match'] = catalogETag;
+    const res = await fetch(CATALOG_URL, { headers, credentials: 'same-origin', cache: 'no-cache' });
+    if (res.status === 304 || !res.ok) return null;
     const body = await res.json();
+    catalogETag = res.headers.get('ETag') ?? '';
     return Array.isArray(body.tools) ? body.tools.filter((t) => t && typeof t.name === 'string') : [];
   } catch {
-    return [];
+    return null;
   }
 }
 
@@ -160,28 +167,91 @@ function statusMessage(s, raw) {
   }
 }
 
-function registerModelContext(tool, execute) {
-  const mc = document.modelContext;
-  if (!mc || typeof mc.registerTool !== 'function') return;
-  try {
-    mc.registerTool({
-      name: tool.name,
-      title: tool.title,
-      description: tool.description,
-      inputSchema: tool.inputSchema,
-      annotations: { readOnlyHint: !!tool.annotations?.readOnlyHint },
-      execute,
-    });
-  } catch (e) {
-    console.warn(`sitetools bridge: document.modelContext refused ${tool.name}:`, e);
-  }
+// ---------------------------------------------------------------------------------------
+// The browser's own WebMCP (document.modelContext)
+
+/** modelContext is the browser's WebMCP object, if it has one. */
+function modelContext() {
+  const mc = document.modelContext ?? navigator.modelContext;
+  return mc && typeof mc.registerTool === 'function' ? mc : null;
+}
+
+// Annotations for the browser's agent (WebMCP draft: readOnlyHint, untrustedContentHint,
+// consequentialHint). Every server tool's result carries text the site or its visitors
+// wrote (pages, snippets, titles) or may in a later version: untrusted content, to be
+// read as data. Of the browser-local tools, resume_conversation returns what the
+// visitor and the assistant typed; save_conversation writes into the visitor's chat,
+// behind a dialog.
+const UNTRUSTED_LOCAL = new Set(['resume_conversation']);
+const CONSEQUENTIAL_LOCAL = new Set(['save_conversation']);
+
+function nativeAnnotations(tool, local) {
+  return {
+    readOnlyHint: tool.annotations?.readOnlyHint === true,
+    untrustedContentHint: local ? UNTRUSTED_LOCAL.has(tool.name) : true,
+    consequentialHint: local ? CONSEQUENTIAL_LOCAL.has(tool.name) : tool.annotations?.readOnlyHint !== true,
+  };
+}
+
+let native = null; // the AbortController of the current registrations
+
+/**
+ * registerNative registers every tool with the browser's WebMCP under one shared
+ * signal, withdrawing an earlier set first. A name the page registered itself stays
+ * the page's: a warning, and the other tools still register.
+ */
+async function registerNative(tools) {
+  const mc = modelContext();
+  if (!mc) return { registered: [], refused: [] };
+  native?.abort();
+  const ctl = new AbortController();
+  native = ctl;
+  const results = await Promise.allSettled(
+    tools.map((t) =>
+      Promise.resolve().then(() =>
+        mc.registerTool(
+          {
+            name: t.name,
+            title: t.title || undefined,
+            description: t.description,
+            inputSchema: t.inputSchema,
+            annotations: nativeAnnotations(t, t.local),
+            execute: (input, opts) => t.run(input, opts?.signal),
+          },
+          { signal: ctl.signal },
+        ),
+      ),
+    ),
+  );
+  const registered = [];
+  const refused = [];
+  results.forEach((r, i) => {
+    if (r.status === 'fulfilled') {
+      registered.push(tools[i].name);
+      return;
+    }
+    refused.push(tools[i].name);
+    const why = r.reason && r.reason.name === 'InvalidStateError' ? 'the page registered a tool of that name already' : String(r.reason?.message ?? r.reason);
+    console.warn(`sitetools bridge: ${tools[i].name} is not offered to the browser's agent: ${why}.`);
+  });
+  return { registered, refused };
+}
+
+/** withdrawNative takes back every tool the bridge registered with the browser. */
+export function withdrawNative() {
+  native?.abort();
+  native = null;
 }
 
 // ---------------------------------------------------------------------------------------
 // Navigation and the contact form: what the local tools do in the tab
 
-/** navigate shows path in this tab: through the page's router if it has one. */
-async function navigate(path) {
+/**
+ * navigate shows a page in this tab, as guardSameOrigin returned it: through the page's
+ * router if it has one.
+ */
+async function navigate(g) {
+  const path = g.path;
   const detail = { url: path, done: null };
   const ev = new CustomEvent('sitetools:navigate', { detail, cancelable: true });
   document.dispatchEvent(ev);
@@ -193,7 +263,7 @@ async function navigate(path) {
   } catch {
     status = 0;
   }
-  setTimeout(() => location.assign(path), 50);
+  setTimeout(() => location.assign(g.url), 50);
   return { status, url: path, title: '' };
 }
 
@@ -203,7 +273,7 @@ async function openPage(args) {
   if (extra.length) return errorResult(`unknown argument "${extra[0]}"`);
   const g = guardSameOrigin(args.url, location.origin);
   if (!g.ok) return errorResult(`Refused: ${g.reason}. open_page shows pages of ${location.origin} only.`);
-  const r = await navigate(g.path);
+  const r = await navigate(g);
   if (r.status === 404) {
     return errorResult(
       `There is no page at ${g.path}. Use search_site to find the right page, then open its url.`,
@@ -214,10 +284,10 @@ async function openPage(args) {
   return textResult(`The tab now shows ${r.url}${r.title ? ` (“${r.title}”)` : ''}.`, { url: r.url, title: r.title, status: r.status });
 }
 
-function contactPath() {
+function contactPage() {
   const meta = document.querySelector('meta[name="sitetools:contact"]');
   const g = guardSameOrigin(meta?.content || '/contact', location.origin);
-  return g.ok ? g.path : '/contact';
+  return g.ok ? g : guardSameOrigin('/contact', location.origin);
 }
 
 async function prefillContactForm(args) {
@@ -225,9 +295,10 @@ async function prefillContactForm(args) {
   if (!v.ok) return errorResult(`Nothing was filled in. Fix the arguments:\n- ${v.errors.join('\n- ')}`);
   let form = document.querySelector('[data-contact-form]');
   if (!form) {
-    const r = await navigate(contactPath());
+    const page = contactPage();
+    const r = await navigate(page);
     form = document.querySelector('[data-contact-form]');
-    if (!form) return errorResult(`This site has no contact form${r.status === 404 ? '' : ' on ' + contactPath()}.`);
+    if (!form) return errorResult(`This site has no contact form${r.status === 404 ? '' : ' on ' + page.path}.`);
   }
   const fields = {};
   for (const name of ['name', 'email', 'message']) {
@@ -268,24 +339,51 @@ function localExecutors() {
 // ---------------------------------------------------------------------------------------
 // Start-up
 
-async function start() {
-  await whenIdle();
-  const serverTools = await fetchCatalog();
+// How often the catalog is revalidated (a 304 while it is unchanged), and on returning
+// to the tab; a new ETag registers the new set with the browser's WebMCP.
+const CATALOG_RECHECK_MS = 5 * 60 * 1000;
+
+function toolSet(serverTools) {
   const names = new Set(serverTools.map((t) => t.name));
   const exec = localExecutors();
   const tools = [
-    ...serverTools.map((t) => ({ ...t, execute: (args) => callServerTool(t.name, args, { fetch: (...a) => fetch(...a) }) })),
+    ...serverTools.map((t) => ({
+      ...t,
+      local: false,
+      execute: (args, signal) => callServerTool(t.name, args, { fetch: (...a) => fetch(...a), signal }),
+    })),
     // A server tool of the same name wins: the registry is the contract.
-    ...LOCAL_TOOLS.filter((t) => !names.has(t.name)).map((t) => ({ ...t, execute: exec[t.name] })),
+    ...LOCAL_TOOLS.filter((t) => !names.has(t.name)).map((t) => ({ ...t, local: true, execute: exec[t.name] })),
   ];
-  const run = (t) => async (args) => {
-    try {
-      return await t.execute(args ?? {});
-    } catch (e) {
-      return errorResult(`The tool failed in the browser: ${e && e.message ? e.message : e}`);
-    }
-  };
-  for (const t of tools) registerModelContext(t, run(t));
+  for (const t of tools) {
+    t.run = async (args, signal) => {
+      try {
+        return await t.execute(args ?? {}, signal);
+      } catch (e) {
+        if (signal?.aborted) throw e;
+        return errorResult(`The tool failed in the browser: ${e && e.message ? e.message : e}`);
+      }
+    };
+  }
+  return tools;
+}
+
+async function recheckCatalog() {
+  const serverTools = await fetchCatalog();
+  if (serverTools === null) return;
+  await registerNative(toolSet(serverTools));
+}
+
+async function start() {
+  await whenIdle();
+  const tools = toolSet((await fetchCatalog()) ?? []);
+  await registerNative(tools);
+  if (modelContext()) {
+    setInterval(recheckCatalog, CATALOG_RECHECK_MS);
+    document.addEventListener('visibilitychange', () => {
+      if (document.visibilityState === 'visible') recheckCatalog();
+    });
+  }
 
   const Widget = await loadWidget();
   if (!Widget) {
@@ -296,10 +394,13 @@ async function start() {
   widget = new Widget({ inactivityTimeout: INACTIVITY_MS });
   hideWidgetUI();
   observe(widget);
-  for (const t of tools) widget.registerTool(t.name, t.description, t.inputSchema, run(t));
+  for (const t of tools) widget.registerTool(t.name, t.description, t.inputSchema, (args) => t.run(args));
   emit({ state: 'disconnected', message: 'Not connected.', tools: tools.length });
   return widget;
 }
+
+// The one same-origin guard, for a site's own router (see core.js).
+export { guardSameOrigin };
 
 /** startBridge starts the bridge once; later calls return the same promise. */
 export function startBridge() {

@@ -84,14 +84,14 @@ function svgIcon() {
 }
 
 /**
- * navigateTo shows a page of this site: through the page's router when it takes
- * `sitetools:navigate`, else as an ordinary page load.
+ * navigateTo shows a page of this site, as guardSameOrigin returned it: through the
+ * page's router when it takes `sitetools:navigate`, else as an ordinary page load.
  */
-function navigateTo(path) {
-  const detail = { url: path, done: null };
+function navigateTo(g) {
+  const detail = { url: g.path, done: null };
   const ev = new CustomEvent('sitetools:navigate', { detail, cancelable: true });
   document.dispatchEvent(ev);
-  if (!ev.defaultPrevented) location.assign(path);
+  if (!ev.defaultPrevented) location.assign(g.url);
 }
 
 class SitetoolsChat extends HTMLElement {
@@ -331,9 +331,8 @@ class SitetoolsChat extends HTMLElement {
       const a = ev.target instanceof Element ? ev.target.closest('a[href]') : null;
       if (!a) return;
       const g = guardSameOrigin(a.getAttribute('href'), location.origin);
-      if (!g.ok) return;
       ev.preventDefault();
-      navigateTo(g.path);
+      if (g.ok) navigateTo(g);
     });
 
     e.pill.addEventListener('click', () => (e.card.hidden ? this.#openCard() : this.#closeCard(true)));
@@ -443,7 +442,7 @@ class SitetoolsChat extends HTMLElement {
     for (const src of sources) {
       const href = typeof src.url === 'string' ? src.url + (src.anchor ? '#' + src.anchor : '') : '';
       const g = guardSameOrigin(href, location.origin);
-      ul.appendChild(h('li', {}, g.ok ? h('a', { href: g.path }, src.title || g.path) : src.title || href));
+      ul.appendChild(h('li', {}, g.ok ? h('a', { href: g.url }, src.title || g.path) : src.title || href));
     }
     return ul;
   }
@@ -462,7 +461,7 @@ class SitetoolsChat extends HTMLElement {
         case 'link': {
           const g = guardSameOrigin(n.href, location.origin);
           if (!g.ok) return h('span', {}, ...this.#inlineNodes(n.children), ` (${n.href})`);
-          return h('a', { href: g.path }, ...this.#inlineNodes(n.children));
+          return h('a', { href: g.url }, ...this.#inlineNodes(n.children));
         }
         default:
           return document.createTextNode(n.text);

@@ -78,8 +78,9 @@ export function mapToolResponse(status, bodyText, retryAfter) {
  * callServerTool runs a tool of the site's registry: a same-origin POST to the JSON
  * tool endpoint. A network failure is an isError result too.
  */
-export async function callServerTool(name, args, { fetch: fetchImpl, endpoint = '/api/chat/tools' } = {}) {
+export async function callServerTool(name, args, { fetch: fetchImpl, endpoint = '/api/chat/tools', signal } = {}) {
   let res;
+  let text;
   try {
     res = await fetchImpl(endpoint, {
       method: 'POST',
@@ -87,11 +88,14 @@ export async function callServerTool(name, args, { fetch: fetchImpl, endpoint = 
       body: JSON.stringify({ name, arguments: args && typeof args === 'object' ? args : {} }),
       credentials: 'same-origin',
       cache: 'no-store',
+      signal,
     });
+    text = await res.text();
   } catch (e) {
+    // A call the agent cancelled stays cancelled: the abort reaches the caller as such.
+    if (signal?.aborted) throw signal.reason ?? e;
     return errorResult(`The site could not be reached: ${e && e.message ? e.message : e}`);
   }
-  const text = await res.text();
   return mapToolResponse(res.status, text, res.headers.get('Retry-After'));
 }
 
@@ -101,12 +105,17 @@ export async function callServerTool(name, args, { fetch: fetchImpl, endpoint = 
 const SCHEME = /^([a-zA-Z][a-zA-Z0-9+.-]*):/;
 
 /**
- * guardSameOrigin checks that input names a page of the site at origin and returns its
- * path (with query and fragment). It refuses foreign hosts and look-alikes (the origin
- * must match exactly), other schemes (javascript:, data:, …), protocol-relative
- * "//host", backslashes (browsers read "/\host" as "//host"), user info
- * ("https://site@evil"), whitespace and control characters, and the service's own
- * non-page paths.
+ * guardSameOrigin is the one same-origin guard: open_page, links and sources in chat
+ * answers, the contact page's path and the demo's router all go through it. It returns
+ * {ok: true, url, path}, where url is the absolute URL of a page of the site at origin
+ * (with query and fragment) and path the same without the origin, or {ok: false,
+ * reason}. It refuses foreign hosts and look-alikes (the origin must match exactly:
+ * scheme, host and port), other schemes (javascript:, data:, blob:, …),
+ * protocol-relative "//host", backslashes (browsers read "/\host" as "//host"), user
+ * info ("https://site@evil"), whitespace and control characters (URL parsers drop tabs
+ * and newlines: "/\t/evil" is "//evil"), a path that still begins with "//" once dot
+ * segments are resolved ("/.//evil", "/%2e%2e//evil": as a path it would name another
+ * host), and the service's own non-page paths, percent-encoded or not.
  */
 export function guardSameOrigin(input, origin) {
   const refuse = (reason) => ({ ok: false, reason });
@@ -115,7 +124,9 @@ export function guardSameOrigin(input, origin) {
   if (s === '') return refuse('url is empty');
   if (s.length > MAX_URL_CHARS) return refuse(`url is longer than ${MAX_URL_CHARS} characters`);
   // eslint-disable-next-line no-control-regex
-  if (/[\s\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(s)) return refuse('url contains whitespace or control characters');
+  if (/[\s\u0000-\u001f\u007f-\u009f\u00ad\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\ufeff]/.test(s)) {
+    return refuse('url contains whitespace or control characters');
+  }
   if (s.includes('\\')) return refuse('url contains a backslash');
   if (s.startsWith('//')) return refuse('protocol-relative urls (//host) are not allowed: pass a path such as /pricing');
   const scheme = SCHEME.exec(s);
@@ -133,10 +144,20 @@ export function guardSameOrigin(input, origin) {
   }
   if (u.username !== '' || u.password !== '') return refuse('urls with user info (user@host) are not allowed');
   if (u.origin !== site.origin) return refuse(`${u.host} is not this site (${site.host})`);
-  for (const p of NOT_PAGES) {
-    if (u.pathname === p || u.pathname.startsWith(p + '/')) return refuse(`${u.pathname} is not a page of this site`);
+  if (u.pathname.startsWith('//')) return refuse('the path begins with // once resolved, which names another host');
+  let decoded;
+  try {
+    decoded = decodeURIComponent(u.pathname);
+  } catch {
+    return refuse('the path has an invalid percent-encoding');
   }
-  return { ok: true, path: u.pathname + u.search + u.hash };
+  for (const p of [u.pathname, decoded]) {
+    if (p.startsWith('//') || p.includes('\\')) return refuse('the path names another host once decoded');
+    for (const np of NOT_PAGES) {
+      if (p === np || p.startsWith(np + '/')) return refuse(`${u.pathname} is not a page of this site`);
+    }
+  }
+  return { ok: true, url: u.href, path: u.pathname + u.search + u.hash };
 }
 
 // ---------------------------------------------------------------------------------------
