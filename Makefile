@@ -47,7 +47,8 @@ fuzz:
 
 ## bench: throughput and latency against baselines measured in the same run
 bench:
-	@url=$$($(PG) start) && TEST_DATABASE_URL=$$url $(GO) run ./bench
+	@url=$$($(PG) start) && TEST_DATABASE_URL=$$url $(GO) run ./bench && \
+	  deploy/dev/browser.sh chromium && cd server/web && node bench/render.bench.js
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

@@ -7,6 +7,9 @@
 #                                and the Next.js frontend of deploy/nextjs, built
 #   deploy/dev/browser.sh npm    only the npm packages of server/web (what `make demo`
 #                                needs)
+#   deploy/dev/browser.sh chromium
+#                                Chromium and the npm packages of server/web (what
+#                                `make bench` needs)
 #   deploy/dev/browser.sh nextjs only the Next.js frontend: npm ci, next build
 #
 # Node.js 20 or later must be on PATH (the Go machine image has it; Debian 12's own
@@ -78,6 +81,7 @@ ensure_node
 case "${1:-all}" in
   all) ensure_chromium; ensure_npm; ensure_nextjs ;;
   npm) ensure_npm ;;
+  chromium) ensure_chromium; ensure_npm ;;
   nextjs) ensure_nextjs ;;
-  *) echo "usage: $0 [all|npm|nextjs]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|npm|chromium|nextjs]" >&2; exit 2 ;;
 esac

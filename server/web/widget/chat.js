@@ -27,7 +27,7 @@ import {
   setConsent,
   storeTranscript,
 } from './core.js';
-import { parseMarkdown } from './markdown.js';
+import { renderMarkdown } from './render.js';
 import { readEventStream } from './sse.js';
 import { fill, languageOf, stringsFor } from './strings.js';
 
@@ -447,48 +447,9 @@ class SitetoolsChat extends HTMLElement {
     return ul;
   }
 
-  // inlineNodes turns parsed Markdown inlines into DOM nodes. Links to this site become
-  // links; any other url stays text, shown in brackets.
-  #inlineNodes(inlines) {
-    return inlines.map((n) => {
-      switch (n.type) {
-        case 'strong':
-          return h('strong', {}, ...this.#inlineNodes(n.children));
-        case 'code':
-          return h('code', {}, n.text);
-        case 'br':
-          return h('br', {});
-        case 'link': {
-          const g = guardSameOrigin(n.href, location.origin);
-          if (!g.ok) return h('span', {}, ...this.#inlineNodes(n.children), ` (${n.href})`);
-          return h('a', { href: g.url }, ...this.#inlineNodes(n.children));
-        }
-        default:
-          return document.createTextNode(n.text);
-      }
-    });
-  }
-
   #fillMessage(box, role, content) {
-    if (role === 'user') {
-      box.replaceChildren(h('p', {}, content));
-      return;
-    }
-    const nodes = parseMarkdown(content).map((b) => {
-      if (b.type === 'p') {
-        const p = h('p', {});
-        b.lines.forEach((line, i) => {
-          if (i) p.appendChild(h('br', {}));
-          p.append(...this.#inlineNodes(line));
-        });
-        return p;
-      }
-      const list = h(b.type, {});
-      if (b.type === 'ol' && b.start !== 1) list.start = b.start;
-      for (const item of b.items) list.appendChild(h('li', {}, ...this.#inlineNodes(item)));
-      return list;
-    });
-    box.replaceChildren(...nodes);
+    if (role === 'user') box.replaceChildren(h('p', {}, content));
+    else box.replaceChildren(...renderMarkdown(content, location.origin));
   }
 
   #messageItem(m) {
@@ -558,6 +519,7 @@ class SitetoolsChat extends HTMLElement {
 
     const answer = { role: 'assistant', content: '', sources: [] };
     let failed = '';
+    let frame = 0;
     try {
       const res = await fetch(CHAT_URL, {
         method: 'POST',
@@ -582,7 +544,14 @@ class SitetoolsChat extends HTMLElement {
           switch (event) {
             case 'message.delta':
               answer.content += typeof d.text === 'string' ? d.text : '';
-              this.#fillMessage(text, 'assistant', answer.content);
+              // At most one render per frame, however fast the words come.
+              if (!frame) {
+                frame = requestAnimationFrame(() => {
+                  frame = 0;
+                  this.#fillMessage(text, 'assistant', answer.content);
+                  e.log.scrollTop = e.log.scrollHeight;
+                });
+              }
               break;
             case 'tool.call':
               this.#say(t.lookingUp);
@@ -601,6 +570,7 @@ class SitetoolsChat extends HTMLElement {
     } catch {
       failed = t.unreachable;
     }
+    if (frame) cancelAnimationFrame(frame);
     this.#busy = false;
     e.send.disabled = false;
     e.log.removeAttribute('aria-busy');

@@ -15,7 +15,9 @@ export function parseMarkdown(src) {
     cur = null;
   };
   for (const raw of String(src).replace(/\r\n?/g, '\n').split('\n')) {
-    const line = raw.replace(/\s+$/, '');
+    // trimEnd, not /\s+$/: a regex anchored at the end retries at every space of a long
+    // run of spaces, which is quadratic.
+    const line = raw.trimEnd();
     if (line.trim() === '') {
       close();
       continue;
@@ -47,7 +49,11 @@ export function parseMarkdown(src) {
   return blocks;
 }
 
-/** parseInline parses **bold**, `code` and [text](url) in one line. */
+/**
+ * parseInline parses **bold**, `code` and [text](url) in one line, in time linear in its
+ * length: where each closing delimiter is next is looked up once and remembered, so a
+ * line of thousands of unclosed "[" or "**" costs no more than one of letters.
+ */
 export function parseInline(s) {
   const out = [];
   let text = '';
@@ -55,35 +61,49 @@ export function parseInline(s) {
     if (text) out.push({ type: 'text', text });
     text = '';
   };
+  // next(token, from) is s.indexOf(token, from), remembered while it stays ahead.
+  const seen = new Map();
+  const next = (token, from) => {
+    const c = seen.get(token);
+    if (c && (c.at === -1 || (c.at >= from && c.from <= from))) return c.at;
+    const at = s.indexOf(token, from);
+    seen.set(token, { from, at });
+    return at;
+  };
   for (let i = 0; i < s.length; ) {
-    if (s.startsWith('**', i)) {
-      const end = s.indexOf('**', i + 2);
+    const ch = s[i];
+    if (ch === '*' && s[i + 1] === '*') {
+      const end = next('**', i + 2);
       if (end > i + 2) {
         flush();
         out.push({ type: 'strong', children: parseInline(s.slice(i + 2, end)) });
         i = end + 2;
         continue;
       }
-    }
-    if (s[i] === '`') {
-      const end = s.indexOf('`', i + 1);
+    } else if (ch === '`') {
+      const end = next('`', i + 1);
       if (end > i + 1) {
         flush();
         out.push({ type: 'code', text: s.slice(i + 1, end) });
         i = end + 1;
         continue;
       }
-    }
-    if (s[i] === '[') {
-      const m = /^\[([^\]]+)\]\(([^()\s]+)\)/.exec(s.slice(i));
-      if (m) {
-        flush();
-        out.push({ type: 'link', href: m[2], children: parseInline(m[1]) });
-        i += m[0].length;
-        continue;
+    } else if (ch === '[') {
+      // [text](url): text up to the first "]", then "(", a url without spaces or
+      // parentheses, ")".
+      const close = next(']', i + 1);
+      if (close > i + 1 && s[close + 1] === '(') {
+        let j = close + 2;
+        while (j < s.length && s[j] !== ')' && s[j] !== '(' && !/\s/.test(s[j])) j++;
+        if (s[j] === ')' && j > close + 2) {
+          flush();
+          out.push({ type: 'link', href: s.slice(close + 2, j), children: parseInline(s.slice(i + 1, close)) });
+          i = j + 1;
+          continue;
+        }
       }
     }
-    text += s[i];
+    text += ch;
     i++;
   }
   flush();

@@ -1,0 +1,111 @@
+// How long the chat widget takes to show a 20 000-character answer in Chromium:
+// renderMarkdown (parse, build the DOM) plus attaching it to a message of the widget's
+// scrolling log (its own stylesheet) and laying it out, for prose and for adversarial
+// input. The baseline, measured in the same run, is the same number
+// of characters shown as one text node. Goal: under 20 ms for each.
+//
+//   cd server/web && node bench/render.bench.js        (make bench runs it)
+//
+// MARKDOWN_JS=/path/to/markdown.js serves another parser in place of widget/markdown.js,
+// to compare a change against what it replaces.
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { chromium } from 'playwright-core';
+
+const widgetDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../widget');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const RUNS = 15;
+const GOAL_MS = 20;
+
+const server = http.createServer((req, res) => {
+  const name = path.basename(new URL(req.url, 'http://x').pathname);
+  if (name === '' || name === 'bench.html') {
+    res.writeHead(200, { 'Content-Type': 'text/html' });
+    // The widget's own stylesheet and structure: the answer in a message of the
+    // conversation's scrolling log, as a visitor sees it.
+    res.end(
+      '<!doctype html><meta charset="utf-8"><title>render bench</title><link rel="stylesheet" href="chat.css">' +
+        '<div class="root"><section class="panel"><div class="log"><ol class="messages"><li class="msg msg-assistant">' +
+        '<div class="msg-text" id="out"></div></li></ol></div></section></div>',
+    );
+    return;
+  }
+  const file = name === 'markdown.js' && process.env.MARKDOWN_JS ? process.env.MARKDOWN_JS : path.join(widgetDir, name);
+  if (!file.startsWith(widgetDir) && file !== process.env.MARKDOWN_JS) {
+    res.writeHead(404).end();
+    return;
+  }
+  fs.readFile(file, (err, b) => {
+    if (err) return res.writeHead(404).end();
+    res.writeHead(200, { 'Content-Type': name.endsWith('.css') ? 'text/css' : 'text/javascript' });
+    return res.end(b);
+  });
+});
+await new Promise((r) => server.listen(0, '127.0.0.1', r));
+const origin = `http://127.0.0.1:${server.address().port}`;
+
+const browser = await chromium.launch({
+  executablePath: CHROMIUM,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+let failed = false;
+try {
+  const page = await browser.newPage();
+  await page.goto(`${origin}/bench.html`);
+  await page.waitForFunction(() => [...document.styleSheets].some((s) => s.href && s.href.endsWith('chat.css')));
+  const results = await page.evaluate(
+    async ({ runs }) => {
+      const { renderMarkdown } = await import('./render.js');
+      const N = 20000;
+      const cases = {
+        prose: 'We do **accessibility audits** with `NVDA`; see [the pricing page](/pricing) for what they cost.\n\n- one\n- two, with [a link](https://evil.example/)\n\n'.repeat(200).slice(0, N),
+        'unclosed [': '['.repeat(N),
+        '[ then ]': '[a'.repeat(N / 4) + ']'.repeat(N / 2),
+        'unclosed links': '[a]('.repeat(N / 4),
+        'unclosed **': '**a '.repeat(N / 4),
+        'space run': 'a' + ' '.repeat(N - 2) + 'b',
+        'many lines': 'line\n'.repeat(N / 5),
+      };
+      const out = document.getElementById('out');
+      const time = (fn) => {
+        const ms = [];
+        for (let i = 0; i < runs; i++) {
+          out.replaceChildren();
+          void out.offsetHeight;
+          const t0 = performance.now();
+          fn();
+          void out.offsetHeight; // layout
+          ms.push(performance.now() - t0);
+        }
+        ms.sort((a, b) => a - b);
+        return ms[Math.floor(ms.length / 2)];
+      };
+      const rows = [];
+      for (const [name, src] of Object.entries(cases)) {
+        const base = time(() => {
+          out.textContent = src;
+        });
+        const render = time(() => out.replaceChildren(...renderMarkdown(src, location.origin)));
+        rows.push({ name, chars: src.length, base, render });
+      }
+      return rows;
+    },
+    { runs: RUNS },
+  );
+  console.log(`render a chat answer in Chromium (median of ${RUNS}; baseline: the same text as one text node)`);
+  console.log('case              chars   render ms  baseline ms  ratio');
+  for (const r of results) {
+    const ok = r.render < GOAL_MS;
+    if (!ok) failed = true;
+    console.log(
+      `${r.name.padEnd(16)} ${String(r.chars).padStart(6)} ${r.render.toFixed(2).padStart(10)} ${r.base.toFixed(2).padStart(12)} ${(r.render / Math.max(r.base, 0.01)).toFixed(1).padStart(6)}  ${ok ? 'ok' : `over the ${GOAL_MS} ms goal`}`,
+    );
+  }
+} finally {
+  await browser.close();
+  server.close();
+}
+process.exitCode = failed ? 1 : 0;

@@ -1,0 +1,52 @@
+// Chat answers as DOM nodes: the Markdown subset of markdown.js, built with
+// createElement and text nodes (never HTML strings). Links go through the one
+// same-origin guard: a link to this site becomes a link to its absolute URL; any other
+// stays text, its url shown in brackets.
+import { guardSameOrigin } from './core.js';
+import { parseMarkdown } from './markdown.js';
+
+function el(tag, ...children) {
+  const e = document.createElement(tag);
+  e.append(...children);
+  return e;
+}
+
+function inlineNodes(inlines, origin) {
+  return inlines.map((n) => {
+    switch (n.type) {
+      case 'strong':
+        return el('strong', ...inlineNodes(n.children, origin));
+      case 'code':
+        return el('code', n.text);
+      case 'br':
+        return el('br');
+      case 'link': {
+        const g = guardSameOrigin(n.href, origin);
+        if (!g.ok) return el('span', ...inlineNodes(n.children, origin), ` (${n.href})`);
+        const a = el('a', ...inlineNodes(n.children, origin));
+        a.href = g.url;
+        return a;
+      }
+      default:
+        return document.createTextNode(n.text);
+    }
+  });
+}
+
+/** renderMarkdown returns the nodes of an answer, for a page at origin. */
+export function renderMarkdown(content, origin) {
+  return parseMarkdown(content).map((b) => {
+    if (b.type === 'p') {
+      const p = el('p');
+      b.lines.forEach((line, i) => {
+        if (i) p.appendChild(el('br'));
+        p.append(...inlineNodes(line, origin));
+      });
+      return p;
+    }
+    const list = el(b.type);
+    if (b.type === 'ol' && b.start !== 1) list.start = b.start;
+    for (const item of b.items) list.appendChild(el('li', ...inlineNodes(item, origin)));
+    return list;
+  });
+}
