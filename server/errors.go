@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"math"
@@ -51,9 +52,22 @@ type errorPayload struct {
 	Details []tools.Detail `json:"details,omitempty"`
 }
 
+// codeClientClosed is what the log and metrics record for a request whose client went
+// away before its answer (an agent cancelling a call, a closed tab): status 499, as
+// nginx has it. No client ever reads it, and it is no failure of the service.
+const (
+	codeClientClosed   = "client_closed"
+	statusClientClosed = 499
+)
+
 // writeError sends err in the one error shape. Errors without a code are logged and
 // shown as "internal" with a message that says nothing about internals.
 func writeError(c echo.Context, logger *slog.Logger, err error) error {
+	if errors.Is(c.Request().Context().Err(), context.Canceled) {
+		c.Set(ctxErrorCode, codeClientClosed)
+		c.Response().WriteHeader(statusClientClosed)
+		return nil
+	}
 	e := toolsError(err)
 	status := Status(e.Code)
 	if status >= 500 {

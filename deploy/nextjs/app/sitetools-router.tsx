@@ -39,6 +39,8 @@ export default function SitetoolsRouter() {
         : new Promise<void>((resolve) => waiting.current.push({ path, shown: resolve }));
       router.push(href);
       await Promise.race([shown, wait(deadline - Date.now())]);
+      // React may commit the new page a moment before Next updates the address bar.
+      while (location.pathname !== path && Date.now() < deadline) await wait(16);
       if (!samePage) await titleChange(title, Math.min(1000, deadline - Date.now()));
       return { status, url: location.pathname + location.search + location.hash, title: document.title };
     }
@@ -52,7 +54,8 @@ export default function SitetoolsRouter() {
       } catch {
         return;
       }
-      if (target.origin !== location.origin) return; // not a page of this site
+      // Not a page of this site ("//host" as a path would name another host).
+      if (target.origin !== location.origin || target.pathname.startsWith("//")) return;
       e.preventDefault();
       detail.done = navigate(target);
     }

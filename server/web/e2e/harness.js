@@ -287,3 +287,71 @@ export function median(xs) {
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
+
+// ---------------------------------------------------------------------------------------
+// A fake embeddings provider
+
+/**
+ * startFakeEmbeddings serves POST /v1/embeddings as OpenAI does, with deterministic
+ * vectors (from a hash of each input). An input containing `slowWord` is answered only
+ * after `slowMs`; a client that goes away before then is counted in `cancelled`.
+ */
+export async function startFakeEmbeddings({ dims = 64, slowWord = 'slowpoke', slowMs = 8000 } = {}) {
+  const { createHash } = await import('node:crypto');
+  const state = { calls: 0, cancelled: 0, slowStarted: 0 };
+  const vector = (text) => {
+    const v = [];
+    for (let i = 0; v.length < dims; i++) {
+      for (const b of createHash('sha256').update(`${i}:${text}`).digest()) {
+        if (v.length < dims) v.push(b / 127.5 - 1);
+      }
+    }
+    const n = Math.hypot(...v);
+    return v.map((x) => x / n);
+  };
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', async () => {
+      if (req.method !== 'POST' || req.url !== '/v1/embeddings') {
+        res.writeHead(404, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: `Unknown request URL: ${req.method} ${req.url}`, type: 'invalid_request_error' } }));
+        return;
+      }
+      state.calls++;
+      const r = JSON.parse(body);
+      const inputs = Array.isArray(r.input) ? r.input : [r.input];
+      if (inputs.some((s) => String(s).includes(slowWord))) {
+        state.slowStarted++;
+        const gone = await new Promise((resolve) => {
+          const t = setTimeout(() => resolve(false), slowMs);
+          res.on('close', () => {
+            if (!res.writableEnded) {
+              clearTimeout(t);
+              resolve(true);
+            }
+          });
+        });
+        if (gone) {
+          state.cancelled++;
+          return;
+        }
+      }
+      const tokens = inputs.reduce((n, s) => n + Math.ceil(String(s).length / 4), 0);
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          object: 'list',
+          data: inputs.map((s, index) => ({ object: 'embedding', index, embedding: vector(String(s)) })),
+          model: r.model,
+          usage: { prompt_tokens: tokens, total_tokens: tokens },
+        }),
+      );
+    });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  state.url = `http://127.0.0.1:${server.address().port}/v1`;
+  state.dims = dims;
+  state.close = () => new Promise((r) => server.close(r));
+  return state;
+}

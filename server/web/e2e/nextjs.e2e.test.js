@@ -314,7 +314,8 @@ test('consent, then a question: the answer streams through the proxy, first word
   );
   assert.equal(t.messages[1].content, ANSWER);
   // The link of the answer points at the site's own page.
-  assert.equal(await page.getAttribute('#sitetools-chat-log .msg-assistant a', 'href'), '/pricing');
+  // (as the same-origin guard gives it: the absolute URL)
+  assert.equal(await page.getAttribute('#sitetools-chat-log .msg-assistant a', 'href'), `${origin}/pricing`);
 });
 
 test('time to the first delta: through the Next.js proxy against direct (median of 20)', async (t) => {
@@ -400,7 +401,7 @@ test('open_page navigates through Next’s client router; the widget stays as it
 });
 
 test('a link in an answer goes through the router too', async () => {
-  await page.click('#sitetools-chat-log .msg-assistant a[href="/pricing"]');
+  await page.click(`#sitetools-chat-log .msg-assistant a[href="${origin}/pricing"]`);
   await until('the pricing page', async () => new URL(page.url()).pathname === '/pricing');
   await until('its heading', async () => (await page.textContent('main h1')).trim() === 'Pricing');
   assert.equal(await page.evaluate(() => window.__marker), 'same document');

@@ -1,0 +1,287 @@
+// End to end in real Chromium's own WebMCP (launched with --enable-features=WebMCP:
+// document.modelContext), on the demo pages of the real `sitetools serve` on PostgreSQL,
+// with the relay path beside it in the same tab. The paid providers are fakes that speak
+// the OpenAI wire format: embeddings (one query word answers slowly, and the fake counts
+// the clients that went away) and a chat model whose answer is full of hostile links.
+//
+//   cd server/web && TEST_DATABASE_URL=… SITETOOLS_BIN=…/bin/sitetools node --test e2e/native.e2e.test.js
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+
+import { chromium } from 'playwright-core';
+
+import { hostileURLs } from '../test/hostile-urls.js';
+import {
+  BIN,
+  CHROMIUM,
+  CHROMIUM_FLAGS,
+  LOCAL_TOOLS,
+  Procs,
+  WIDGET,
+  freePort,
+  freshDatabase,
+  mcpShape,
+  mintToken,
+  repo,
+  resultText,
+  run,
+  startFakeEmbeddings,
+  startFakeLLM,
+  startRelay,
+  until,
+} from './harness.js';
+
+const procs = new Procs();
+const logs = { serve: [], relay: [], mcp: [] };
+const seen = { console: [], pageErrors: [] };
+let home;
+let site;
+let prefix;
+let embed;
+let llm;
+let relay;
+let browser;
+let page;
+let catalog = [];
+
+async function callDirect(name, args) {
+  const res = await fetch(`${site}/api/chat/tools`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name, arguments: args }),
+  });
+  assert.equal(res.status, 200, `POST /api/chat/tools ${name}`);
+  return res.json();
+}
+
+/** A tool call the way the browser's agent makes it. */
+async function callNative(p, name, input) {
+  return p.webmcp.callTool(name, input, { timeout: 30000 });
+}
+
+before(
+  async () => {
+    home = fs.mkdtempSync(path.join(os.tmpdir(), 'sitetools-native-e2e-'));
+    const port = await freePort();
+    site = `http://127.0.0.1:${port}`;
+    prefix = `127_0_0_1_${port}-`;
+    embed = await startFakeEmbeddings();
+    // The model answers with a link for every hostile url, and one good link.
+    const answer = ['See', '[the pricing page](/pricing).', ...hostileURLs(site).map((u, i) => `[h${i}](${u})`)].join(' ');
+    llm = await startFakeLLM({ words: answer.split(' '), gap: 0 });
+    relay = await startRelay(procs, home, logs);
+    const env = {
+      PATH: process.env.PATH,
+      HOME: home,
+      DATABASE_URL: await freshDatabase('sitetools_native_e2e'),
+      LISTEN_ADDR: `127.0.0.1:${port}`,
+      ADMIN_LISTEN_ADDR: 'off',
+      SITE_URL: site,
+      SITE_PAGES_DIR: path.join(repo, 'deploy/demo/site'),
+      AVAILABILITY_CONFIG: path.join(repo, 'deploy/availability.example.yaml'),
+      WEBMCP_WIDGET_PATH: WIDGET,
+      WEBMCP_RELAY_PORT: String(relay.port),
+      RATE_LIMIT_PER_MINUTE: '0',
+      EMBEDDINGS_PROVIDER: 'openai',
+      EMBEDDINGS_BASE_URL: embed.url,
+      EMBEDDINGS_MODEL: 'fake-embed',
+      EMBEDDINGS_DIMENSIONS: String(embed.dims),
+      LLM_BASE_URL: llm.url,
+      LLM_MODEL: 'fake-model',
+      LOG_LEVEL: 'info',
+    };
+    await run(BIN, ['migrate'], { env, cwd: repo });
+    await run(BIN, ['ingest', '--dir', 'deploy/demo/site', '--base-url', site], { env, cwd: repo, maxBuffer: 1 << 24 });
+    procs.start('serve', BIN, ['serve'], { env, cwd: repo }, logs.serve);
+    await until('the service to be ready', async () => (await fetch(`${site}/readyz`)).ok, { timeout: 30000 });
+    catalog = (await (await fetch(`${site}/api/chat/tools`)).json()).tools;
+
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: [...CHROMIUM_FLAGS, '--enable-features=WebMCP'], headless: true });
+    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+    page.on('console', (m) => seen.console.push(`${m.type()}: ${m.text()}`));
+    page.on('pageerror', (e) => seen.pageErrors.push(String(e)));
+    await page.goto(`${site}/`);
+    await until('the bridge to register with the browser', async () => (await page.webmcp.tools()).length >= catalog.length + LOCAL_TOOLS.length);
+  },
+  { timeout: 180000 },
+);
+
+after(async () => {
+  await relay?.client?.close().catch(() => {});
+  await browser?.close().catch(() => {});
+  await procs.stopAll();
+  await llm?.close();
+  await embed?.close();
+  if (home) fs.rmSync(home, { recursive: true, force: true });
+  if (process.env.E2E_VERBOSE) {
+    for (const [k, v] of Object.entries(logs)) console.log(`--- ${k}\n${v.join('\n')}`);
+    console.log(`--- console\n${seen.console.join('\n')}`);
+  }
+});
+
+test('the tab lists the 7 tools with their schemas and annotations', async () => {
+  const tools = await page.webmcp.tools();
+  assert.deepEqual(tools.map((t) => t.name).sort(), [...catalog.map((t) => t.name), ...LOCAL_TOOLS].sort());
+  assert.equal(tools.length, 7);
+  const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+  for (const t of catalog) {
+    assert.deepEqual(byName[t.name].inputSchema, t.inputSchema, `${t.name}: the registry's schema`);
+    assert.equal(byName[t.name].description, t.description);
+  }
+  const ann = (name) => ({ readOnly: false, untrustedContent: false, consequential: false, ...byName[name].annotations });
+  // Server tools: read-only as the registry says, their results untrusted content.
+  for (const name of ['search_site', 'get_page', 'get_free_slots']) {
+    assert.deepEqual(ann(name), { readOnly: true, untrustedContent: true, consequential: false }, name);
+  }
+  assert.deepEqual(ann('resume_conversation'), { readOnly: true, untrustedContent: true, consequential: false });
+  assert.deepEqual(ann('save_conversation'), { readOnly: false, untrustedContent: false, consequential: true });
+  assert.deepEqual(ann('open_page'), { readOnly: false, untrustedContent: false, consequential: false });
+  assert.deepEqual(ann('prefill_contact_form'), { readOnly: false, untrustedContent: false, consequential: false });
+  assert.equal(byName.save_conversation.inputSchema.properties.messages.maxItems, 50);
+});
+
+test('executeTool on search_site gives the JSON endpoint’s answer', async () => {
+  const args = { query: 'accessibility audit with screen reader testing', limit: 3 };
+  const native = await callNative(page, 'search_site', args);
+  assert.equal(native.isError, false, resultText(native));
+  assert.deepEqual(mcpShape(native), mcpShape(await callDirect('search_site', args)));
+  assert.ok(native.structuredContent.results.length > 0);
+});
+
+test('an executeTool whose signal is aborted cancels the server request', async () => {
+  const before = { cancelled: embed.cancelled, started: embed.slowStarted, lines: logs.serve.length };
+  const outcome = await page.evaluate(async () => {
+    const tool = (await document.modelContext.getTools()).find((t) => t.name === 'search_site');
+    const ctl = new AbortController();
+    const call = document.modelContext.executeTool(tool, { query: 'slowpoke question about audits' }, { signal: ctl.signal });
+    // Abort once the question has reached the provider (the fake answers it in 8 s).
+    const started = performance.now();
+    await new Promise((r) => setTimeout(r, 500));
+    ctl.abort();
+    try {
+      await call;
+      return { settled: 'resolved', ms: performance.now() - started };
+    } catch (e) {
+      return { settled: `rejected ${e.name}`, ms: performance.now() - started };
+    }
+  });
+  assert.equal(outcome.settled, 'rejected AbortError');
+  assert.ok(outcome.ms < 5000, `the call settled after ${outcome.ms} ms`);
+  assert.equal(embed.slowStarted, before.started + 1, 'the query reached the provider');
+  // The tab's fetch was aborted; sitetools noticed the disconnect and cancelled the
+  // provider call, which the provider observed.
+  await until('the provider to see the request go away', async () => embed.cancelled === before.cancelled + 1, { timeout: 8000 });
+  const line = await until('sitetools to log the call', async () =>
+    logs.serve
+      .slice(before.lines)
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l))
+      .find((l) => l.msg === 'request' && l.tool === 'search_site'),
+  );
+  // Logged as the client's going away (499, as nginx has it), not as a failure.
+  assert.equal(line.status, 499, JSON.stringify(line));
+  assert.equal(line.code, 'client_closed', JSON.stringify(line));
+  assert.equal(line.level, 'INFO', JSON.stringify(line));
+});
+
+test('a host page that registered search_site first keeps it; every other tool registers', async () => {
+  const tab = await page.context().newPage();
+  const warnings = [];
+  const errors = [];
+  tab.on('console', (m) => m.type() === 'warning' && warnings.push(m.text()));
+  tab.on('pageerror', (e) => errors.push(String(e)));
+  try {
+    await tab.addInitScript(() => {
+      document.modelContext.registerTool({
+        name: 'search_site',
+        description: 'The host page’s own search',
+        inputSchema: { type: 'object', properties: {} },
+        execute: () => ({ content: [{ type: 'text', text: 'host' }] }),
+      });
+    });
+    await tab.goto(`${site}/pricing`);
+    await until('the bridge to register the other tools', async () => (await tab.webmcp.tools()).length === 7);
+    const tools = await tab.webmcp.tools();
+    assert.equal(tools.find((t) => t.name === 'search_site').description, 'The host page’s own search');
+    assert.deepEqual(tools.map((t) => t.name).sort(), [...catalog.map((t) => t.name), ...LOCAL_TOOLS].sort());
+    await until('the warning', async () => warnings.some((w) => w.includes('search_site') && /already/.test(w)));
+    assert.deepEqual(errors, []);
+    const r = await callNative(tab, 'get_page', { url: '/pricing' });
+    assert.equal(r.isError, false, resultText(r));
+  } finally {
+    await tab.close();
+  }
+});
+
+test('open_page refuses every hostile url in real Chromium; the tab stays on the site', async () => {
+  await page.goto(`${site}/pricing`);
+  await until('the tools again', async () => (await page.webmcp.tools()).length === 7);
+  await page.evaluate(() => (window.__marker = 'same document'));
+  const inputs = hostileURLs(site);
+  assert.ok(inputs.length >= 30);
+  for (const url of inputs) {
+    const r = await callNative(page, 'open_page', { url });
+    assert.equal(r.isError, true, `${JSON.stringify(url)}: ${resultText(r)}`);
+    assert.match(resultText(r), /^Refused: /, JSON.stringify(url));
+  }
+  assert.equal(page.url(), `${site}/pricing`);
+  assert.equal(await page.evaluate(() => window.__marker), 'same document');
+  // And a good one still navigates.
+  const ok = await callNative(page, 'open_page', { url: '/services/' });
+  assert.equal(ok.isError, false, resultText(ok));
+  await until('the services page', async () => new URL(page.url()).pathname === '/services/');
+});
+
+test('a streamed answer full of hostile links renders none of them as a link off the site', async () => {
+  await page.click('#sitetools-chat-launcher');
+  if (await page.isVisible('#sitetools-chat-consent-accept')) await page.click('#sitetools-chat-consent-accept');
+  await page.fill('#sitetools-chat-input', 'Where can I read more?');
+  await page.press('#sitetools-chat-input', 'Enter');
+  await until('the answer', async () =>
+    page.evaluate(() => {
+      const log = document.querySelector('sitetools-chat').shadowRoot.querySelector('#sitetools-chat-log');
+      return log.getAttribute('aria-busy') !== 'true' && log.querySelectorAll('.msg-assistant').length > 0;
+    }),
+  );
+  const links = await page.evaluate(() =>
+    [...document.querySelector('sitetools-chat').shadowRoot.querySelectorAll('#sitetools-chat-log a')].map((a) => ({ href: a.href, attr: a.getAttribute('href') })),
+  );
+  assert.ok(links.some((l) => l.href === `${site}/pricing`), JSON.stringify(links));
+  for (const l of links) {
+    assert.equal(new URL(l.href).origin, site, JSON.stringify(l));
+    assert.ok(!l.attr.startsWith('//') && !/^[a-z]+:/i.test(l.attr.replace(/^https?:\/\/[^/]+/, '')), JSON.stringify(l));
+  }
+  // Clicking the one real link stays in the tab, through the site's router.
+  await page.evaluate(() => (window.__marker = 'before the link'));
+  await page.click('#sitetools-chat-log .msg-assistant a');
+  await until('the pricing page', async () => new URL(page.url()).pathname === '/pricing');
+  assert.equal(await page.evaluate(() => window.__marker), 'before the link');
+});
+
+test('the relay path and the native path work at the same time in one tab', async () => {
+  const token = await mintToken(relay.client);
+  if (await page.isHidden('#sitetools-chat-panel')) await page.click('#sitetools-chat-launcher');
+  await page.click('#sitetools-webmcp-pill');
+  await page.fill('#sitetools-webmcp-token', token);
+  await page.click('#sitetools-webmcp-connect');
+  await until('the pill to turn green', async () => (await page.getAttribute('#sitetools-webmcp-pill', 'data-state')) === 'connected');
+  await until(
+    'the tab’s tools to reach the relay client',
+    async () => (await relay.client.listTools()).tools.some((t) => t.name === prefix + 'search_site'),
+    { timeout: 20000, every: 300 },
+  );
+  const args = { query: 'cloud cost review', limit: 2 };
+  const [viaRelay, viaNative] = await Promise.all([
+    relay.client.callTool({ name: prefix + 'search_site', arguments: args }, undefined, { timeout: 45000 }),
+    callNative(page, 'search_site', args),
+  ]);
+  const direct = await callDirect('search_site', args);
+  assert.deepEqual(mcpShape(viaRelay), mcpShape(direct));
+  assert.deepEqual(mcpShape(viaNative), mcpShape(direct));
+  assert.equal((await page.webmcp.tools()).length, 7);
+  assert.deepEqual(seen.pageErrors, []);
+  assert.deepEqual(seen.console.filter((l) => /Content Security Policy/i.test(l)), []);
+});
