@@ -187,6 +187,37 @@ test('an executeTool whose signal is aborted cancels the server request', async 
   assert.equal(line.level, 'INFO', JSON.stringify(line));
 });
 
+test('a new catalog (a new ETag) withdraws the registrations and registers the new set', async () => {
+  const tab = await page.context().newPage();
+  const errors = [];
+  tab.on('pageerror', (e) => errors.push(String(e)));
+  try {
+    await tab.goto(`${site}/pricing`);
+    await until('the tools', async () => (await tab.webmcp.tools()).length === 7);
+    // The registry changes (a new version of sitetools): the catalog has a new ETag.
+    let served = 0;
+    await tab.route('**/api/chat/tools', async (route) => {
+      if (route.request().method() !== 'GET') return route.continue();
+      served++;
+      const res = await route.fetch({ headers: { ...route.request().headers(), 'if-none-match': '' } });
+      const body = await res.json();
+      body.tools = body.tools.map((t) => (t.name === 'search_site' ? { ...t, description: 'Search the site (new version).' } : t));
+      return route.fulfill({ response: res, json: body, headers: { ...res.headers(), etag: '"a-new-version"' } });
+    });
+    // The bridge revalidates when the visitor comes back to the tab.
+    await tab.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
+    await until('the new description', async () => (await tab.webmcp.tools()).find((t) => t.name === 'search_site')?.description === 'Search the site (new version).');
+    const tools = await tab.webmcp.tools();
+    assert.equal(tools.length, 7, tools.map((t) => t.name).join(' '));
+    assert.ok(served >= 1);
+    const r = await callNative(tab, 'search_site', { query: 'pricing', limit: 1 });
+    assert.equal(r.isError, false, resultText(r));
+    assert.deepEqual(errors, []);
+  } finally {
+    await tab.close();
+  }
+});
+
 test('a host page that registered search_site first keeps it; every other tool registers', async () => {
   const tab = await page.context().newPage();
   const warnings = [];
