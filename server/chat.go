@@ -166,6 +166,11 @@ func parseChatBody(body []byte, caps Chat) ([]assistant.Message, error) {
 		if m.Content == nil {
 			return malformed(`messages[%d]: "content" is required`, i)
 		}
+		if strings.ContainsRune(*m.Content, 0) {
+			return nil, &tools.Error{Code: tools.CodeMalformedRequest,
+				Message: fmt.Sprintf(`messages[%d]: "content" contains the character U+0000 (NUL), which is not allowed`, i),
+				Details: []tools.Detail{{Pointer: fmt.Sprintf("/messages/%d/content", i), Message: "contains U+0000 (NUL)"}}}
+		}
 	}
 	if n := len(b.Messages); n == 0 || *b.Messages[n-1].Role != assistant.RoleUser || strings.TrimSpace(*b.Messages[n-1].Content) == "" {
 		return malformed(`the last of "messages" must be the visitor's (role "user"), and not empty`)

@@ -401,6 +401,7 @@ func TestChatErrors(t *testing.T) {
 	}{
 		{name: "not JSON", body: `{"messages":`, wantStatus: 400, wantCode: "malformed_request", wantMessage: "not valid JSON"},
 		{name: "an array", body: `[]`, wantStatus: 400, wantCode: "malformed_request", wantMessage: "must be a JSON object"},
+		{name: "a NUL character", body: `{"messages":[{"role":"user","content":"a\u0000b"}],"consent":true}`, wantStatus: 400, wantCode: "malformed_request", wantMessage: "U+0000", wantPointers: []string{"/messages/0/content"}},
 		{name: "unknown field", body: `{"messages":[{"role":"user","content":"hi"}],"consent":true,"model":"gpt-5"}`, wantStatus: 400, wantCode: "malformed_request", wantMessage: `unknown field "model"`},
 		{name: "unknown field in a message", body: `{"messages":[{"role":"user","content":"hi","name":"x"}],"consent":true}`, wantStatus: 400, wantCode: "malformed_request", wantMessage: `unknown field "name"`},
 		{name: "field names in another case", body: `{"MESSAGES":[{"role":"user","content":"hi"}],"consent":true}`, wantStatus: 400, wantCode: "malformed_request", wantMessage: `unknown field "MESSAGES"`},

@@ -20,6 +20,12 @@ func FuzzCallBody(f *testing.F) {
 		`[]`, `null`, `"x"`, `{"name":{}}`, `{"name":"echo","arguments":{"text":"\u0000\ud800"}}`,
 		`{"name":"echo","arguments":{"text":"a","count":1e400}}`,
 		`{"name":"echo","name":"counter.add","arguments":{"n":1}}`,
+		`{"name":"echo","arguments":{"text":"a\u0000b"}}`,
+		`{"name":"echo","arguments":{"text\u0000":"a"}}`,
+		`{"name":"echo","arguments":{"text":"a","count":1e999999}}`,
+		`{"name":"echo","arguments":{"text":"a","count":-1E-99999999999999999999}}`,
+		`{"name":"echo","arguments":{"text":"a","count":99999999999999999999999999999999999999999999999999999999999999999}}`,
+		`{"name":"echo","arguments":{"text":".\u0301,\u0301.\u0301,\u0301.\u0301,\u0301.\u0301,\u0301"}}`,
 	} {
 		f.Add([]byte(seed))
 	}

@@ -171,7 +171,9 @@ func ipExtractor(trusted []netip.Prefix) echo.IPExtractor {
 		}
 		// A Unix socket: only a process on this machine, the reverse proxy, can connect,
 		// so the address it appended to X-Forwarded-For is the client's.
-		xff := r.Header.Get("X-Forwarded-For")
+		// Every line of the header, in order: a proxy that adds its own line after the
+		// client's must not leave the client's line to be read alone.
+		xff := strings.Join(r.Header.Values("X-Forwarded-For"), ",")
 		last := strings.TrimSpace(xff[strings.LastIndex(xff, ",")+1:])
 		if a, err := netip.ParseAddr(last); err == nil {
 			return a.String()

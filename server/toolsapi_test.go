@@ -103,6 +103,8 @@ func TestErrorTable(t *testing.T) {
 			wantDetails: []tools.Detail{{Pointer: "/text", Message: "got number, want string"}}},
 		{name: "two bad fields, two details", body: `{"name":"echo","arguments":{"text":"` + strings.Repeat("y", 51) + `","count":9}}`, wantStatus: 400, wantCode: "invalid_arguments",
 			wantDetails: []tools.Detail{{Pointer: "/count", Message: "maximum: got 9, want 5"}, {Pointer: "/text", Message: "maxLength: got 51, want 50"}}},
+		{name: "a NUL character, which PostgreSQL cannot store", body: `{"name":"echo","arguments":{"text":"a\u0000b"}}`, wantStatus: 400, wantCode: "invalid_arguments"},
+		{name: "a number whose exact value costs more than the call", body: `{"name":"echo","arguments":{"text":"a","count":1e999999}}`, wantStatus: 400, wantCode: "invalid_arguments"},
 		{name: "missing required argument", body: `{"name":"echo","arguments":{}}`, wantStatus: 400, wantCode: "invalid_arguments",
 			wantDetails: []tools.Detail{{Pointer: "", Message: "missing property 'text'"}}},
 		{name: "unknown tool", body: `{"name":"nope"}`, wantStatus: 404, wantCode: "unknown_tool"},

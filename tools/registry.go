@@ -359,11 +359,69 @@ func canonicalArguments(args json.RawMessage) (json.RawMessage, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, notObject
 	}
+	// Before the schema sees them: strings PostgreSQL cannot store, and numbers whose
+	// exact arithmetic alone would cost more than a whole call.
+	var details []Detail
+	checkValues(v, "", &details)
+	if len(details) > 0 {
+		return nil, &Error{Code: CodeInvalidArguments, Message: invalidMessage(details), Details: details}
+	}
 	b, err := json.Marshal(normalizeNumbers(v))
 	if err != nil {
 		return nil, notObject
 	}
 	return b, nil
+}
+
+// The largest number an argument may spell: its characters, and its decimal exponent.
+const (
+	maxNumberChars    = 64
+	maxNumberExponent = 400
+)
+
+// checkValues reports, with its JSON pointer, every string of v that holds U+0000 and
+// every number longer than maxNumberChars or with an exponent beyond ±maxNumberExponent.
+func checkValues(v any, pointer string, details *[]Detail) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if strings.ContainsRune(k, 0) {
+				*details = append(*details, Detail{Pointer: pointer, Message: "a property name contains the character U+0000 (NUL), which is not allowed"})
+				continue
+			}
+			checkValues(e, pointer+"/"+escapePointer(k), details)
+		}
+	case []any:
+		for i, e := range v {
+			checkValues(e, pointer+"/"+strconv.Itoa(i), details)
+		}
+	case string:
+		if strings.ContainsRune(v, 0) {
+			*details = append(*details, Detail{Pointer: pointer, Message: "contains the character U+0000 (NUL), which is not allowed"})
+		}
+	case json.Number:
+		if msg := numberProblem(string(v)); msg != "" {
+			*details = append(*details, Detail{Pointer: pointer, Message: msg})
+		}
+	}
+}
+
+func numberProblem(n string) string {
+	if len(n) > maxNumberChars {
+		return fmt.Sprintf("a number of %d characters; at most %d are allowed", len(n), maxNumberChars)
+	}
+	if i := strings.IndexAny(n, "eE"); i >= 0 {
+		exp, err := strconv.Atoi(strings.TrimPrefix(n[i+1:], "+"))
+		if err != nil || exp > maxNumberExponent || exp < -maxNumberExponent {
+			return fmt.Sprintf("the exponent of %s is beyond ±%d", truncate(n, 32), maxNumberExponent)
+		}
+	}
+	return ""
+}
+
+// escapePointer escapes a property name for a JSON pointer (RFC 6901).
+func escapePointer(k string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }
 
 func normalizeNumbers(v any) any {

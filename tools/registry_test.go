@@ -206,3 +206,52 @@ func TestArgumentsAreCanonical(t *testing.T) {
 		}
 	}
 }
+
+// TestArgumentsRefuseNULAndHugeNumbers: strings PostgreSQL cannot store and numbers
+// whose exact arithmetic would cost more than a call are refused with their pointers,
+// before the schema or the handler sees them.
+func TestArgumentsRefuseNULAndHugeNumbers(t *testing.T) {
+	calls := 0
+	r := tools.NewRegistry(nil)
+	r.MustAdd(tools.Tool{Name: "t", Description: "d",
+		InputSchema: json.RawMessage(`{"type":"object"}`),
+		Handler: func(_ context.Context, _ json.RawMessage) (*tools.Result, error) {
+			calls++
+			return tools.TextResult("ok"), nil
+		}})
+	long := strings.Repeat("9", 65)
+	for _, tc := range []struct {
+		args     string
+		pointers []string
+	}{
+		{`{"query":"a\u0000b"}`, []string{"/query"}},
+		{`{"a":{"b/c":["x","\u0000"]}}`, []string{"/a/b~1c/1"}},
+		{`{"k\u0000":1}`, []string{""}},
+		{`{"limit":1e999999}`, []string{"/limit"}},
+		{`{"limit":-1E-401}`, []string{"/limit"}},
+		{`{"limit":1e+401}`, []string{"/limit"}},
+		{`{"limit":` + long + `}`, []string{"/limit"}},
+		{`{"a":1e99999999999999999999999}`, []string{"/a"}},
+	} {
+		_, err := r.Call(context.Background(), "t", json.RawMessage(tc.args))
+		var e *tools.Error
+		if !errors.As(err, &e) || e.Code != tools.CodeInvalidArguments {
+			t.Fatalf("%s: %v, want invalid_arguments", tc.args, err)
+		}
+		var got []string
+		for _, d := range e.Details {
+			got = append(got, d.Pointer)
+		}
+		if diff := cmp.Diff(tc.pointers, got); diff != "" {
+			t.Errorf("%s: pointers (-want +got):\n%s", tc.args, diff)
+		}
+	}
+	if calls != 0 {
+		t.Fatalf("the handler ran %d times", calls)
+	}
+	for _, ok := range []string{`{"limit":1e400}`, `{"limit":-1.5e-400}`, `{"q":"no nul here \\u0000 as text"}`, `{"n":` + long[:64] + `}`} {
+		if _, err := r.Call(context.Background(), "t", json.RawMessage(ok)); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}

@@ -55,6 +55,14 @@ func ParseMarkdown(src []byte, pageURL string) (*Document, error) {
 	if len(src) > MaxPageBytes {
 		return nil, fmt.Errorf("sitesearch.ParseMarkdown: %s: %w", pageURL, ErrPageTooLarge)
 	}
+	// Before parsing: CommonMark turns NUL into U+FFFD, and control bytes never occur
+	// inside a UTF-8 sequence, so dropping them here is safe.
+	src = bytes.Map(func(r rune) rune {
+		if isStrippedControl(r) && r != '\r' {
+			return -1
+		}
+		return r
+	}, src)
 	doc, err := extractNewDocument(pageURL)
 	if err != nil {
 		return nil, fmt.Errorf("sitesearch.ParseMarkdown: %w", err)
@@ -87,7 +95,7 @@ func ParseMarkdown(src []byte, pageURL string) (*Document, error) {
 	if doc.Lang == "" {
 		doc.Lang = extractPrimaryLang(fm.Language)
 	}
-	return doc, nil
+	return cleanDocument(doc), nil
 }
 
 // ParseHTML parses an HTML page. The main content comes from readability;
@@ -155,7 +163,7 @@ func extractHTML(src []byte, pageURL, contentType string) (*Document, error) {
 		title = extractFindText(root, "h1")
 	}
 	doc.Sections, doc.Title, doc.Lang = sections, title, lang
-	return doc, nil
+	return cleanDocument(doc), nil
 }
 
 // DocumentFromFile reads file (relative to root, or absolute inside root)
@@ -807,4 +815,31 @@ func extractHasAttr(n *html.Node, key string) bool {
 		}
 	}
 	return false
+}
+
+// cleanDocument removes NUL and the other C0 control characters but tab and newline
+// from a page's text: PostgreSQL refuses U+0000 in text, and the others are no text.
+func cleanDocument(doc *Document) *Document {
+	doc.Title = stripControls(doc.Title)
+	for i := range doc.Sections {
+		doc.Sections[i].Heading = stripControls(doc.Sections[i].Heading)
+		doc.Sections[i].Text = stripControls(doc.Sections[i].Text)
+	}
+	return doc
+}
+
+func stripControls(s string) string {
+	if strings.IndexFunc(s, isStrippedControl) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isStrippedControl(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+func isStrippedControl(r rune) bool {
+	return (r < 0x20 && r != '\t' && r != '\n') || r == 0x7f
 }

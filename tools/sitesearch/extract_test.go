@@ -331,3 +331,29 @@ func TestExtractPrimaryLang(t *testing.T) {
 		})
 	}
 }
+
+// TestExtractStripsControlCharacters: a page with NUL (which PostgreSQL refuses in text)
+// and other control characters is indexed without them.
+func TestExtractStripsControlCharacters(t *testing.T) {
+	md := "---\ntitle: \"Pri\\u0000cing\"\n---\n# Pri\x00ces\n\nOne\x00 day\x07 costs\x1b 1 200 EUR.\tTabs stay.\n"
+	html := "<html><head><title>Pri\x00cing</title></head><body><main><h1>Pri\x00ces</h1><p>One\x00 day\x07 costs\x1b 1 200 EUR.</p></main></body></html>"
+	for name, parse := range map[string]func() (*Document, error){
+		"markdown": func() (*Document, error) { return ParseMarkdown([]byte(md), "https://example.com/pricing") },
+		"html":     func() (*Document, error) { return ParseHTML([]byte(html), "https://example.com/pricing") },
+	} {
+		doc, err := parse()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		all := doc.Title
+		for _, s := range doc.Sections {
+			all += s.Heading + s.Text
+		}
+		if strings.ContainsAny(all, "\x00\x07\x1b") {
+			t.Errorf("%s: control characters left in %q", name, all)
+		}
+		if !strings.Contains(all, "One day costs 1 200 EUR.") {
+			t.Errorf("%s: text lost: %q", name, all)
+		}
+	}
+}

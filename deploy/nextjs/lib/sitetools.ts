@@ -28,14 +28,23 @@ const hopByHop = new Set([
   "content-length",
 ]);
 
-// forwardedFor is the X-Forwarded-For chain to pass on. A route handler never sees the
-// socket, so the chain is the one the hosting platform's edge wrote (Vercel and most
-// platforms set it and drop what the client sent; some set only x-real-ip). It is passed
-// on whole: sitetools walks it from the right, skipping TRUSTED_PROXIES, so an entry a
-// client forged at the left never counts. Self-hosted `next start` exposed directly
-// writes no trustworthy chain: put nginx or Caddy (deploy/proxy/) in front of it.
+// forwardedFor is the client address to pass on as X-Forwarded-For. A route handler
+// never sees the socket, so it can only pass on what the hosting platform's edge wrote:
+//
+// - X-Real-IP, where present, is one address the edge set itself (Vercel sets it; so does
+//   nginx with `proxy_set_header X-Real-IP $remote_addr`): it wins, and whatever the
+//   client put in X-Forwarded-For is dropped.
+// - Otherwise X-Forwarded-For is passed on whole (most platforms rewrite it and drop what
+//   the client sent): sitetools walks it from the right, skipping TRUSTED_PROXIES, so an
+//   entry a client forged at the left never counts.
+//
+// A bare `next start` sets X-Forwarded-For to the socket peer only when the request has
+// none, and passes a client's own on unchanged: put nginx or Caddy (deploy/proxy/) in
+// front of it, or an edge that sets one of these headers.
 function forwardedFor(req: Request): string | null {
-  return req.headers.get("x-forwarded-for") ?? req.headers.get("x-real-ip");
+  const real = req.headers.get("x-real-ip")?.trim();
+  if (real) return real;
+  return req.headers.get("x-forwarded-for");
 }
 
 export async function proxyToSitetools(req: Request): Promise<Response> {

@@ -668,6 +668,19 @@ test('client addresses pass through the proxy to the per-client rate limit', asy
   assert.ok(Number(limited.headers.get('retry-after')) > 0);
   // Another visitor behind the same proxy has a bucket of their own.
   assert.equal((await call('203.0.113.10')).status, 200);
+
+  // An edge that sets X-Real-IP: that address is the client, whatever X-Forwarded-For
+  // the client forged.
+  const real = (forged) =>
+    fetch(`${origin}/api/chat/tools`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Real-IP': '203.0.113.50', 'X-Forwarded-For': forged },
+      body: JSON.stringify({ name: 'search_site', arguments: { query: 'pricing' } }),
+    });
+  const forged = [];
+  for (let i = 0; i <= RATE_LIMIT; i++) forged.push((await real(`198.51.100.${i + 1}`)).status);
+  assert.deepEqual(forged.slice(0, RATE_LIMIT), Array(RATE_LIMIT).fill(200));
+  assert.equal(forged[RATE_LIMIT], 429, 'a forged X-Forwarded-For gave the client a fresh bucket');
 });
 
 test('the tab spoke only to its own origin and the relay', async () => {
