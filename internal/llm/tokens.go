@@ -47,6 +47,14 @@ func CountTokens(text string) int {
 	for i, r := range text {
 		switch c := classOf(r); {
 		case c != prev:
+			// Where a space follows other text, no piece of the tokenizer spans the
+			// boundary (a piece may begin with a space, never end with one before a
+			// word): text is cut there, into parts of about maxPart bytes, without
+			// changing the count.
+			if c == classSpace && i-start >= maxPart {
+				n += len(enc.EncodeOrdinary(text[start:i]))
+				start = i
+			}
 			runStart, prev = i, c
 		case i-runStart >= maxRun && c != classDigit: // digits come in pieces of three
 			n += len(enc.EncodeOrdinary(text[start:i]))
@@ -55,6 +63,9 @@ func CountTokens(text string) int {
 	}
 	return n + len(enc.EncodeOrdinary(text[start:]))
 }
+
+// maxPart bounds the text that reaches the encoder at once, where it can be cut exactly.
+const maxPart = 4096
 
 // maxRun bounds the runs of one class of characters that reach the encoder at once:
 // its byte-pair merge takes time quadratic in a run's length (100 kB of "a" or of
@@ -71,6 +82,11 @@ const (
 	classOther
 )
 
+// classOf classifies r as the tokenizer's own pre-tokenizer pattern does: \p{L} letters,
+// \p{N} numbers, whitespace, and everything else. Combining marks are not letters to it
+// (a mark after punctuation extends a piece of "other", not a word), so they are not
+// here either: a text alternating punctuation and marks is one long run of "other",
+// which maxRun cuts.
 func classOf(r rune) runeClass {
 	switch {
 	case r < utf8.RuneSelf:
@@ -83,9 +99,9 @@ func classOf(r rune) runeClass {
 			return classSpace
 		}
 		return classOther
-	case unicode.IsLetter(r) || unicode.Is(unicode.Mn, r):
+	case unicode.IsLetter(r):
 		return classLetter
-	case unicode.IsDigit(r):
+	case unicode.IsNumber(r):
 		return classDigit
 	case unicode.IsSpace(r):
 		return classSpace

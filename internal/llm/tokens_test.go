@@ -60,6 +60,11 @@ func TestCountTokensLongRuns(t *testing.T) {
 		{text: strings.Repeat("=", size)},
 		{text: strings.Repeat("ü", size/2), wantCount: size / 2},
 		{text: strings.Repeat("7", size), wantCount: (size + 2) / 3},
+		// punctuation and combining marks alternating: one piece of "other" to the
+		// tokenizer, which took 40 times as long as prose before the marks were classed
+		// as the tokenizer classes them
+		{text: strings.Repeat(".\u0301", size/3)},
+		{text: strings.Repeat("!\u0301?", size/4)},
 	} {
 		t.Run("", func(t *testing.T) {
 			d, n := timeOf(tc.text)
@@ -70,5 +75,17 @@ func TestCountTokensLongRuns(t *testing.T) {
 				t.Errorf("%q...: %d tokens, want %d", tc.text[:4], n, tc.wantCount)
 			}
 		})
+	}
+}
+
+// Prose longer than the parts CountTokens encodes at once is counted exactly: it is cut
+// only where a space follows a word, which no piece of the tokenizer spans.
+func TestCountTokensLongProseIsExact(t *testing.T) {
+	if err := llm.LoadTokenizer(); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Repeat("The quick brown fox jumps over the lazy dog near the river bank. ", 500)[:32000]
+	if got := llm.CountTokens(text); got != 6893 {
+		t.Fatalf("CountTokens = %d, want 6893 (cl100k_base of the whole text at once)", got)
 	}
 }
