@@ -44,11 +44,12 @@ type Config struct {
 	// Version is the build's version, set by the command, not the environment.
 	Version string
 
-	RateLimitPerMinute int   // tool calls per client per minute; 0 disables
-	BodyLimitBytes     int64 // request body limit of the public API
-	ToolTimeout        time.Duration
-	ShutdownTimeout    time.Duration
-	LogLevel           string
+	RateLimitPerMinute  int   // tool calls per client per minute; 0 disables
+	RateLimitIPv6Prefix int   // IPv6 clients share a bucket per network of this many bits
+	BodyLimitBytes      int64 // request body limit of the public API
+	ToolTimeout         time.Duration
+	ShutdownTimeout     time.Duration
+	LogLevel            string
 }
 
 // Embeddings configures the embedding provider and its cost guard.
@@ -139,6 +140,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		WebMCPRelayPort:        l.integer("WEBMCP_RELAY_PORT", 4797, 1, 65535),
 		WebMCPOriginTrialToken: l.str("WEBMCP_ORIGIN_TRIAL_TOKEN", ""),
 		RateLimitPerMinute:     l.integer("RATE_LIMIT_PER_MINUTE", 60, 0, 1_000_000),
+		RateLimitIPv6Prefix:    l.integer("RATE_LIMIT_IPV6_PREFIX", 64, 1, 128),
 		BodyLimitBytes:         int64(l.integer("BODY_LIMIT_BYTES", 64<<10, 1024, 16<<20)),
 		ToolTimeout:            l.duration("TOOL_TIMEOUT", 10*time.Second),
 		ShutdownTimeout:        l.duration("SHUTDOWN_TIMEOUT", 20*time.Second),

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -15,6 +16,10 @@ import (
 type RateLimiter struct {
 	perMinute int
 	now       func() time.Time
+	// IPv6Prefix keys IPv6 clients by their network of this many bits (64: a /64, what
+	// one household or server gets), so that rotating through one's own addresses buys
+	// nothing. 0 or 128 keys each address.
+	IPv6Prefix int
 
 	mu        sync.Mutex
 	clients   map[string]*rate.Limiter
@@ -36,6 +41,7 @@ func (l *RateLimiter) Allow(client string) (bool, time.Duration) {
 	if l.perMinute <= 0 {
 		return true, 0
 	}
+	client = l.key(client)
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -51,6 +57,23 @@ func (l *RateLimiter) Allow(client string) (bool, time.Duration) {
 		return false, d
 	}
 	return true, 0
+}
+
+// key is the bucket of a client address: an IPv6 address's network of IPv6Prefix bits,
+// anything else as it is.
+func (l *RateLimiter) key(client string) string {
+	if l.IPv6Prefix <= 0 || l.IPv6Prefix >= 128 {
+		return client
+	}
+	a, err := netip.ParseAddr(client)
+	if err != nil || !a.Is6() || a.Is4In6() {
+		return client
+	}
+	p, err := a.WithZone("").Prefix(l.IPv6Prefix)
+	if err != nil {
+		return client
+	}
+	return p.String()
 }
 
 // sweep forgets clients whose allowance is full again, at most once a minute.

@@ -78,7 +78,7 @@ func New(cfg Config, opts Options) (*App, error) {
 		metrics:  newMetrics(opts.Metrics),
 		usage:    opts.Usage,
 		bookings: opts.Bookings,
-		limiter:  NewRateLimiter(cfg.RateLimitPerMinute, nil),
+		limiter:  newClientLimiter(cfg),
 	}
 	idem := postgres.NewIdempotencyStore(opts.DB)
 	a.registry = tools.NewRegistry(&tools.Options{
@@ -244,3 +244,10 @@ func listen(addr string) (net.Listener, error) {
 
 // PrometheusRegistry is where the service's metrics are registered.
 func (a *App) PrometheusRegistry() *prometheus.Registry { return a.metrics.reg }
+
+// newClientLimiter is the per-client rate limit of cfg.
+func newClientLimiter(cfg Config) *RateLimiter {
+	l := NewRateLimiter(cfg.RateLimitPerMinute, nil)
+	l.IPv6Prefix = cfg.RateLimitIPv6Prefix
+	return l
+}

@@ -1,0 +1,43 @@
+package server
+
+import (
+	"testing"
+	"time"
+)
+
+// TestRateLimiterKeysIPv6ByNetwork: a client rotating through the addresses of its own
+// /64 gets no fresh allowance; another network and IPv4 clients keep theirs.
+func TestRateLimiterKeysIPv6ByNetwork(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	l := NewRateLimiter(1, func() time.Time { return now })
+	l.IPv6Prefix = 64
+	for _, tc := range []struct {
+		client string
+		want   bool
+	}{
+		{"2001:db8:1:2::1", true},
+		{"2001:db8:1:2::2", false},                  // the same /64
+		{"2001:db8:1:2:ffff:ffff:ffff:ffff", false}, // the same /64
+		{"2001:db8:1:3::1", true},                   // the next /64
+		{"203.0.113.1", true},
+		{"203.0.113.2", true},        // IPv4 addresses are their own
+		{"::ffff:203.0.113.3", true}, // an IPv4-mapped address is an IPv4 client
+		{"::ffff:203.0.113.4", true}, // …of its own
+		{"fe80::1%eth0", true},       // a zone does not matter
+		{"fe80::2%eth1", false},      // the same /64
+		{"unix", true},               // not an address: as it is
+	} {
+		if got, _ := l.Allow(tc.client); got != tc.want {
+			t.Errorf("Allow(%q) = %v, want %v", tc.client, got, tc.want)
+		}
+	}
+
+	whole := NewRateLimiter(1, func() time.Time { return now })
+	whole.IPv6Prefix = 128
+	if ok, _ := whole.Allow("2001:db8::1"); !ok {
+		t.Fatal("first call refused")
+	}
+	if ok, _ := whole.Allow("2001:db8::2"); !ok {
+		t.Error("with a prefix of 128 each address is its own client")
+	}
+}
