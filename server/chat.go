@@ -49,6 +49,12 @@ func (a *App) chatTurn(c echo.Context) error {
 		return &tools.Error{Code: tools.CodeRateLimited, Message: "too many chat messages; retry after the time in Retry-After",
 			RetryAfter: max(wait, time.Second)}
 	}
+	// Before the stream starts and before any provider call: a full replica says so.
+	release, err := a.chatCap.Acquire()
+	if err != nil {
+		return err
+	}
+	defer release()
 
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")

@@ -622,7 +622,7 @@ func TestChatConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := server.Chat{ToolMode: "native", Timeout: 60 * time.Second, MaxToolRounds: 4, MaxMessages: 40, MaxChars: 20000}
+	want := server.Chat{ToolMode: "native", Timeout: 60 * time.Second, MaxToolRounds: 4, MaxConcurrent: 32, MaxMessages: 40, MaxChars: 20000}
 	if diff := cmp.Diff(want, cfg.Chat); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
@@ -675,5 +675,51 @@ func TestChatConfig(t *testing.T) {
 	}
 	if cfg.Chat.ToolMode != "json" || cfg.Chat.LLMModel != "llama3.1" || cfg.Chat.MaxMessageChars() != 4000 {
 		t.Errorf("config %+v", cfg.Chat)
+	}
+}
+
+// TestChatConcurrencyCap: with every slot of CHAT_MAX_CONCURRENT taken, a turn is
+// answered 503 with Retry-After at once, before any provider call; a freed slot serves
+// the next.
+func TestChatConcurrencyCap(t *testing.T) {
+	ce := newChatEnv(t, map[string]string{"CHAT_MAX_CONCURRENT": "1"}, true)
+	ce.fake.Script(llmtest.ChatReply{Text: []string{"We do ", "audits"}, Hang: true}, llmtest.Say("Yes."))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ce.srv.URL+"/api/chat", strings.NewReader(chatBody(true, "Audits?")))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := ce.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if sc.Text() == "event: message.delta" {
+			break
+		}
+	}
+	calls := ce.fake.Calls()
+	r := ce.do(t, http.MethodPost, "/api/chat", strings.NewReader(chatBody(true, "Prices?")), map[string]string{"Content-Type": "application/json"})
+	if code, _, _ := r.errorBody(t); r.status != http.StatusServiceUnavailable || code != "unavailable" || r.header.Get("Retry-After") == "" {
+		t.Fatalf("second turn: status %d, code %q, Retry-After %q", r.status, code, r.header.Get("Retry-After"))
+	}
+	if ce.fake.Calls() != calls {
+		t.Fatalf("the refused turn reached the provider")
+	}
+	cancel()
+	if !ce.fake.WaitCancelled(5 * time.Second) {
+		t.Fatal("the first turn was not cancelled")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := ce.do(t, http.MethodPost, "/api/chat", strings.NewReader(chatBody(true, "Prices?")), map[string]string{"Content-Type": "application/json"})
+		if r.status == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the slot was not freed: status %d", r.status)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -46,6 +46,7 @@ type Config struct {
 
 	RateLimitPerMinute  int   // tool calls per client per minute; 0 disables
 	RateLimitIPv6Prefix int   // IPv6 clients share a bucket per network of this many bits
+	ToolMaxConcurrent   int   // tool calls at once on one replica, all channels
 	BodyLimitBytes      int64 // request body limit of the public API
 	ToolTimeout         time.Duration
 	ShutdownTimeout     time.Duration
@@ -75,6 +76,7 @@ type Chat struct {
 	Timeout          time.Duration // one provider call
 	PersonaFile      string
 	MaxToolRounds    int
+	MaxConcurrent    int // chat turns at once on one replica
 	MaxMessages      int
 	MaxChars         int // the whole transcript; one message gets at most MaxMessageChars of it
 }
@@ -129,6 +131,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			Timeout:          l.duration("LLM_TIMEOUT", 60*time.Second),
 			PersonaFile:      l.str("CHAT_PERSONA_FILE", ""),
 			MaxToolRounds:    l.integer("CHAT_MAX_TOOL_ROUNDS", 4, 1, 16),
+			MaxConcurrent:    l.integer("CHAT_MAX_CONCURRENT", 32, 1, 100_000),
 			MaxMessages:      l.integer("CHAT_MAX_MESSAGES", 40, 1, 500),
 			MaxChars:         l.integer("CHAT_MAX_CHARS", 20000, 100, 1_000_000),
 		},
@@ -141,6 +144,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		WebMCPOriginTrialToken: l.str("WEBMCP_ORIGIN_TRIAL_TOKEN", ""),
 		RateLimitPerMinute:     l.integer("RATE_LIMIT_PER_MINUTE", 60, 0, 1_000_000),
 		RateLimitIPv6Prefix:    l.integer("RATE_LIMIT_IPV6_PREFIX", 64, 1, 128),
+		ToolMaxConcurrent:      l.integer("TOOL_MAX_CONCURRENT", 128, 1, 100_000),
 		BodyLimitBytes:         int64(l.integer("BODY_LIMIT_BYTES", 64<<10, 1024, 16<<20)),
 		ToolTimeout:            l.duration("TOOL_TIMEOUT", 10*time.Second),
 		ShutdownTimeout:        l.duration("SHUTDOWN_TIMEOUT", 20*time.Second),

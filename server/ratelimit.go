@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"sync"
 	"time"
@@ -98,5 +99,49 @@ func (l *RateLimiter) Intercept(ctx context.Context, call *tools.Call, next tool
 			RetryAfter: max(wait, time.Second),
 		}
 	}
+	return next(ctx, call)
+}
+
+// Cap bounds how many requests of one kind run at once on this replica: a request
+// that finds every slot taken is answered 503 with Retry-After at once, before any
+// work or provider call, instead of queueing behind the others.
+type Cap struct {
+	slots chan struct{}
+	what  string
+}
+
+// NewCap returns a cap of n slots; n <= 0 is no cap.
+func NewCap(n int, what string) *Cap {
+	if n <= 0 {
+		return &Cap{what: what}
+	}
+	return &Cap{slots: make(chan struct{}, n), what: what}
+}
+
+// Acquire takes a slot, or returns the unavailable error when none is free; release
+// gives it back.
+func (c *Cap) Acquire() (release func(), err error) {
+	if c.slots == nil {
+		return func() {}, nil
+	}
+	select {
+	case c.slots <- struct{}{}:
+		return func() { <-c.slots }, nil
+	default:
+		return nil, &tools.Error{
+			Code:       tools.CodeUnavailable,
+			Message:    fmt.Sprintf("this server is handling as many %s as it can at once; try again shortly", c.what),
+			RetryAfter: 2 * time.Second,
+		}
+	}
+}
+
+// Intercept applies the cap to every tool call, on every channel.
+func (c *Cap) Intercept(ctx context.Context, call *tools.Call, next tools.Invoker) (*tools.Result, error) {
+	release, err := c.Acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	return next(ctx, call)
 }

@@ -1,8 +1,11 @@
 package server
 
 import (
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/sitetools/sitetools/tools"
 )
 
 // TestRateLimiterKeysIPv6ByNetwork: a client rotating through the addresses of its own
@@ -39,5 +42,29 @@ func TestRateLimiterKeysIPv6ByNetwork(t *testing.T) {
 	}
 	if ok, _ := whole.Allow("2001:db8::2"); !ok {
 		t.Error("with a prefix of 128 each address is its own client")
+	}
+}
+
+func TestCapRefusesWhenFull(t *testing.T) {
+	c := NewCap(2, "tool calls")
+	r1, err1 := c.Acquire()
+	r2, err2 := c.Acquire()
+	if err1 != nil || err2 != nil {
+		t.Fatalf("two slots: %v, %v", err1, err2)
+	}
+	_, err := c.Acquire()
+	var e *tools.Error
+	if !errors.As(err, &e) || e.Code != tools.CodeUnavailable || e.RetryAfter <= 0 {
+		t.Fatalf("a third call: %v, want unavailable with Retry-After", err)
+	}
+	r1()
+	r3, err := c.Acquire()
+	if err != nil {
+		t.Fatalf("after a release: %v", err)
+	}
+	r2()
+	r3()
+	if _, err := NewCap(0, "x").Acquire(); err != nil {
+		t.Fatalf("no cap: %v", err)
 	}
 }

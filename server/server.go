@@ -32,6 +32,8 @@ type App struct {
 	registry *tools.Registry
 	metrics  *metrics
 	limiter  *RateLimiter
+	toolCap  *Cap // tool calls at once
+	chatCap  *Cap // chat turns at once
 	usage    func(ctx context.Context, days int) (any, error)
 	bookings *appointments.Bookings
 	chat     *assistant.Assistant
@@ -79,13 +81,15 @@ func New(cfg Config, opts Options) (*App, error) {
 		usage:    opts.Usage,
 		bookings: opts.Bookings,
 		limiter:  newClientLimiter(cfg),
+		toolCap:  NewCap(cfg.ToolMaxConcurrent, "tool calls"),
+		chatCap:  NewCap(cfg.Chat.MaxConcurrent, "chat conversations"),
 	}
 	idem := postgres.NewIdempotencyStore(opts.DB)
 	a.registry = tools.NewRegistry(&tools.Options{
 		DefaultTimeout: cfg.ToolTimeout,
 		Logger:         logger,
 		// Outermost first: metrics see every outcome, rate limits apply before any work.
-		Interceptors: []tools.Interceptor{a.metrics.intercept, a.limiter.Intercept, idem.Interceptor},
+		Interceptors: []tools.Interceptor{a.metrics.intercept, a.limiter.Intercept, a.toolCap.Intercept, idem.Interceptor},
 	})
 	if opts.Register != nil {
 		if err := opts.Register(a.registry); err != nil {
