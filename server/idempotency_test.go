@@ -82,3 +82,24 @@ func TestIdempotencyAcrossReplicas(t *testing.T) {
 		t.Fatalf("the handler ran %d times after completion, want 1", runs)
 	}
 }
+
+// TestIdempotencyKeysAreTheClients: a key is scoped by channel and client. Another
+// client using the same key neither gets the first client's stored result nor is
+// blocked by it.
+func TestIdempotencyKeysAreTheClients(t *testing.T) {
+	te := newEnv(t, map[string]string{"TRUSTED_PROXIES": "127.0.0.1/32,::1/128"})
+	from := func(client string) map[string]string {
+		return map[string]string{"Idempotency-Key": "order-1", "X-Forwarded-For": client}
+	}
+	if r := te.call(t, `{"name":"counter.add","arguments":{"n":5}}`, from("203.0.113.1")); r.status != 200 || te.counter.Load() != 5 {
+		t.Fatalf("first client: status %d, counter %d: %s", r.status, te.counter.Load(), r.body)
+	}
+	// Another client, the same key, other arguments: its own call, not a 409.
+	if r := te.call(t, `{"name":"counter.add","arguments":{"n":2}}`, from("198.51.100.7")); r.status != 200 || te.counter.Load() != 7 {
+		t.Fatalf("second client: status %d, counter %d: %s", r.status, te.counter.Load(), r.body)
+	}
+	// The first client's retry still gets its stored result.
+	if r := te.call(t, `{"name":"counter.add","arguments":{"n":5}}`, from("203.0.113.1")); r.status != 200 || te.counter.Load() != 7 {
+		t.Fatalf("retry: status %d, counter %d: %s", r.status, te.counter.Load(), r.body)
+	}
+}
