@@ -517,21 +517,7 @@ func TestChatWithoutProvider(t *testing.T) {
 func TestChatDisconnect(t *testing.T) {
 	ce := newChatEnv(t, nil, true)
 	ce.fake.Script(llmtest.ChatReply{Text: []string{"We do ", "audits"}, Hang: true})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ce.srv.URL+"/api/chat", strings.NewReader(chatBody(true, "Audits?")))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := ce.srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if sc.Text() == "event: message.delta" {
-			break
-		}
-	}
+	cancel := ce.streamUntilDelta(t)
 	cancel()
 	if !ce.fake.WaitCancelled(5 * time.Second) {
 		t.Fatal("the provider request was not cancelled after the client went away")
@@ -684,21 +670,7 @@ func TestChatConfig(t *testing.T) {
 func TestChatConcurrencyCap(t *testing.T) {
 	ce := newChatEnv(t, map[string]string{"CHAT_MAX_CONCURRENT": "1"}, true)
 	ce.fake.Script(llmtest.ChatReply{Text: []string{"We do ", "audits"}, Hang: true}, llmtest.Say("Yes."))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ce.srv.URL+"/api/chat", strings.NewReader(chatBody(true, "Audits?")))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := ce.srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if sc.Text() == "event: message.delta" {
-			break
-		}
-	}
+	cancel := ce.streamUntilDelta(t)
 	calls := ce.fake.Calls()
 	r := ce.do(t, http.MethodPost, "/api/chat", strings.NewReader(chatBody(true, "Prices?")), map[string]string{"Content-Type": "application/json"})
 	if code, _, _ := r.errorBody(t); r.status != http.StatusServiceUnavailable || code != "unavailable" || r.header.Get("Retry-After") == "" {
@@ -722,4 +694,26 @@ func TestChatConcurrencyCap(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// streamUntilDelta starts a chat turn and reads its stream up to the first
+// message.delta; the returned cancel makes the client go away (also at cleanup).
+func (ce *chatEnv) streamUntilDelta(t *testing.T) context.CancelFunc {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ce.srv.URL+"/api/chat", strings.NewReader(chatBody(true, "Audits?")))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := ce.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if sc.Text() == "event: message.delta" {
+			break
+		}
+	}
+	return cancel
 }

@@ -4,7 +4,7 @@
 // OpenAI wire format and counts its calls.
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
@@ -149,6 +149,30 @@ export async function startRelay(procs, home, logs) {
   return { port, client };
 }
 
+/**
+ * startSitetools migrates env's database, ingests the demo site with urls on site,
+ * starts `sitetools serve` with env, and returns its catalog's tools once it is ready.
+ */
+export async function startSitetools(procs, env, site, logs) {
+  await run(BIN, ['migrate'], { env, cwd: repo });
+  await run(BIN, ['ingest', '--dir', 'deploy/demo/site', '--base-url', site], { env, cwd: repo, maxBuffer: 1 << 24 });
+  procs.start('serve', BIN, ['serve'], { env, cwd: repo }, logs);
+  const base = `http://${env.LISTEN_ADDR}`;
+  await until('sitetools to be ready', async () => (await fetch(`${base}/readyz`)).ok, { timeout: 30000 });
+  return (await (await fetch(`${base}/api/chat/tools`)).json()).tools;
+}
+
+/** callJSON calls a tool on sitetools' JSON endpoint at base, as a server does. */
+export async function callJSON(base, name, args, headers = {}) {
+  const res = await fetch(`${base}/api/chat/tools`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...headers },
+    body: JSON.stringify({ name, arguments: args }),
+  });
+  assert.equal(res.status, 200, `POST /api/chat/tools ${name}`);
+  return res.json();
+}
+
 export function resultText(r) {
   return r.content.map((c) => c.text).join('\n');
 }
@@ -199,51 +223,60 @@ export async function axeViolations(page, include) {
 // A fake LLM provider
 
 /**
+ * fakeProvider is an HTTP server that answers POST path with handle(body as JSON, res),
+ * and everything else as OpenAI does: 404 for an unknown URL, 400 for a body that is not
+ * JSON.
+ */
+function fakeProvider(path, handle) {
+  const fail = (res, status, message) => {
+    res.writeHead(status, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify({ error: { message, type: 'invalid_request_error' } }));
+  };
+  return http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => {
+      if (req.method !== 'POST' || req.url !== path) return fail(res, 404, `Unknown request URL: ${req.method} ${req.url}`);
+      let parsed;
+      try {
+        parsed = JSON.parse(body);
+      } catch {
+        return fail(res, 400, 'invalid JSON');
+      }
+      return handle(parsed, res);
+    });
+  });
+}
+
+/**
  * startFakeLLM serves POST /v1/chat/completions as OpenAI does when streaming: a role
  * chunk, the answer's words as content deltas (the first at once, the others `gap` ms
  * apart), a finish chunk, a usage chunk when asked, then [DONE]. It counts calls.
  */
 export async function startFakeLLM({ words = 'Yes, we do accessibility audits: see the services page.'.split(' '), gap = 150 } = {}) {
   const state = { calls: 0, words, gap };
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (d) => (body += d));
-    req.on('end', async () => {
-      if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
-        res.writeHead(404, { 'Content-Type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: `Unknown request URL: ${req.method} ${req.url}`, type: 'invalid_request_error' } }));
-        return;
-      }
-      state.calls++;
-      let reqBody;
-      try {
-        reqBody = JSON.parse(body);
-      } catch {
-        res.writeHead(400, { 'Content-Type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: 'invalid JSON', type: 'invalid_request_error' } }));
-        return;
-      }
-      res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
-      const id = `chatcmpl-fake${state.calls}`;
-      const created = Math.floor(Date.now() / 1000);
-      let gone = false;
-      res.on('close', () => (gone = true));
-      const send = (choices, usage) => {
-        const chunk = { id, object: 'chat.completion.chunk', created, model: reqBody.model, choices };
-        if (reqBody.stream_options?.include_usage) chunk.usage = usage ?? null;
-        res.write(`data: ${JSON.stringify(chunk)}\n\n`);
-      };
-      const choice = (delta, finish = null) => [{ index: 0, delta, logprobs: null, finish_reason: finish }];
-      send(choice({ role: 'assistant', content: '' }));
-      for (let i = 0; i < state.words.length && !gone; i++) {
-        if (i > 0) await new Promise((r) => setTimeout(r, state.gap));
-        send(choice({ content: (i ? ' ' : '') + state.words[i] }));
-      }
-      if (gone) return;
-      send(choice({}, 'stop'));
-      if (reqBody.stream_options?.include_usage) send([], { prompt_tokens: 50, completion_tokens: state.words.length, total_tokens: 50 + state.words.length });
-      res.end('data: [DONE]\n\n');
-    });
+  const server = fakeProvider('/v1/chat/completions', async (reqBody, res) => {
+    state.calls++;
+    res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+    const id = `chatcmpl-fake${state.calls}`;
+    const created = Math.floor(Date.now() / 1000);
+    let gone = false;
+    res.on('close', () => (gone = true));
+    const send = (choices, usage) => {
+      const chunk = { id, object: 'chat.completion.chunk', created, model: reqBody.model, choices };
+      if (reqBody.stream_options?.include_usage) chunk.usage = usage ?? null;
+      res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+    };
+    const choice = (delta, finish = null) => [{ index: 0, delta, logprobs: null, finish_reason: finish }];
+    send(choice({ role: 'assistant', content: '' }));
+    for (let i = 0; i < state.words.length && !gone; i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, state.gap));
+      send(choice({ content: (i ? ' ' : '') + state.words[i] }));
+    }
+    if (gone) return;
+    send(choice({}, 'stop'));
+    if (reqBody.stream_options?.include_usage) send([], { prompt_tokens: 50, completion_tokens: state.words.length, total_tokens: 50 + state.words.length });
+    res.end('data: [DONE]\n\n');
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   state.url = `http://127.0.0.1:${server.address().port}/v1`;
@@ -297,7 +330,6 @@ export function median(xs) {
  * after `slowMs`; a client that goes away before then is counted in `cancelled`.
  */
 export async function startFakeEmbeddings({ dims = 64, slowWord = 'slowpoke', slowMs = 8000 } = {}) {
-  const { createHash } = await import('node:crypto');
   const state = { calls: 0, cancelled: 0, slowStarted: 0 };
   const vector = (text) => {
     const v = [];
@@ -309,45 +341,35 @@ export async function startFakeEmbeddings({ dims = 64, slowWord = 'slowpoke', sl
     const n = Math.hypot(...v);
     return v.map((x) => x / n);
   };
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (d) => (body += d));
-    req.on('end', async () => {
-      if (req.method !== 'POST' || req.url !== '/v1/embeddings') {
-        res.writeHead(404, { 'Content-Type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: `Unknown request URL: ${req.method} ${req.url}`, type: 'invalid_request_error' } }));
+  const server = fakeProvider('/v1/embeddings', async (r, res) => {
+    state.calls++;
+    const inputs = Array.isArray(r.input) ? r.input : [r.input];
+    if (inputs.some((s) => String(s).includes(slowWord))) {
+      state.slowStarted++;
+      const gone = await new Promise((resolve) => {
+        const t = setTimeout(() => resolve(false), slowMs);
+        res.on('close', () => {
+          if (!res.writableEnded) {
+            clearTimeout(t);
+            resolve(true);
+          }
+        });
+      });
+      if (gone) {
+        state.cancelled++;
         return;
       }
-      state.calls++;
-      const r = JSON.parse(body);
-      const inputs = Array.isArray(r.input) ? r.input : [r.input];
-      if (inputs.some((s) => String(s).includes(slowWord))) {
-        state.slowStarted++;
-        const gone = await new Promise((resolve) => {
-          const t = setTimeout(() => resolve(false), slowMs);
-          res.on('close', () => {
-            if (!res.writableEnded) {
-              clearTimeout(t);
-              resolve(true);
-            }
-          });
-        });
-        if (gone) {
-          state.cancelled++;
-          return;
-        }
-      }
-      const tokens = inputs.reduce((n, s) => n + Math.ceil(String(s).length / 4), 0);
-      res.writeHead(200, { 'Content-Type': 'application/json' });
-      res.end(
-        JSON.stringify({
-          object: 'list',
-          data: inputs.map((s, index) => ({ object: 'embedding', index, embedding: vector(String(s)) })),
-          model: r.model,
-          usage: { prompt_tokens: tokens, total_tokens: tokens },
-        }),
-      );
-    });
+    }
+    const tokens = inputs.reduce((n, s) => n + Math.ceil(String(s).length / 4), 0);
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.end(
+      JSON.stringify({
+        object: 'list',
+        data: inputs.map((s, index) => ({ object: 'embedding', index, embedding: vector(String(s)) })),
+        model: r.model,
+        usage: { prompt_tokens: tokens, total_tokens: tokens },
+      }),
+    );
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   state.url = `http://127.0.0.1:${server.address().port}/v1`;

@@ -15,22 +15,22 @@ import { chromium } from 'playwright-core';
 
 import { hostileURLs } from '../test/hostile-urls.js';
 import {
-  BIN,
   CHROMIUM,
   CHROMIUM_FLAGS,
   LOCAL_TOOLS,
   Procs,
   WIDGET,
+  callJSON,
   freePort,
   freshDatabase,
   mcpShape,
   mintToken,
   repo,
   resultText,
-  run,
   startFakeEmbeddings,
   startFakeLLM,
   startRelay,
+  startSitetools,
   until,
 } from './harness.js';
 
@@ -47,15 +47,7 @@ let browser;
 let page;
 let catalog = [];
 
-async function callDirect(name, args) {
-  const res = await fetch(`${site}/api/chat/tools`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ name, arguments: args }),
-  });
-  assert.equal(res.status, 200, `POST /api/chat/tools ${name}`);
-  return res.json();
-}
+const callDirect = (name, args) => callJSON(site, name, args);
 
 /** A tool call the way the browser's agent makes it. */
 async function callNative(p, name, input) {
@@ -93,11 +85,7 @@ before(
       LLM_MODEL: 'fake-model',
       LOG_LEVEL: 'info',
     };
-    await run(BIN, ['migrate'], { env, cwd: repo });
-    await run(BIN, ['ingest', '--dir', 'deploy/demo/site', '--base-url', site], { env, cwd: repo, maxBuffer: 1 << 24 });
-    procs.start('serve', BIN, ['serve'], { env, cwd: repo }, logs.serve);
-    await until('the service to be ready', async () => (await fetch(`${site}/readyz`)).ok, { timeout: 30000 });
-    catalog = (await (await fetch(`${site}/api/chat/tools`)).json()).tools;
+    catalog = await startSitetools(procs, env, site, logs.serve);
 
     browser = await chromium.launch({ executablePath: CHROMIUM, args: [...CHROMIUM_FLAGS, '--enable-features=WebMCP'], headless: true });
     page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();

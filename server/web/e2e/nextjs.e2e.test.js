@@ -29,6 +29,7 @@ import {
   Procs,
   RELAY,
   WIDGET,
+  callJSON,
   axeViolations,
   deepFocus,
   firstDelta,
@@ -39,9 +40,9 @@ import {
   mintToken,
   repo,
   resultText,
-  run,
   startFakeLLM,
   startRelay,
+  startSitetools,
   until,
   webDir,
 } from './harness.js';
@@ -73,15 +74,8 @@ async function callTool(name, args = {}) {
 }
 
 /** A call on sitetools' own JSON endpoint, as a server would make it. */
-async function callDirect(name, args) {
-  const res = await fetch(`${sitetools}/api/chat/tools`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', 'X-Forwarded-For': '198.51.100.200' },
-    body: JSON.stringify({ name, arguments: args }),
-  });
-  assert.equal(res.status, 200, `POST /api/chat/tools ${name}`);
-  return res.json();
-}
+/** A call on sitetools' own JSON endpoint, as a server would make it. */
+const callDirect = (name, args) => callJSON(sitetools, name, args, { 'X-Forwarded-For': '198.51.100.200' });
 
 const transcript = (p = page) => p.evaluate(() => JSON.parse(localStorage.getItem('sitetools.chat.transcript') ?? 'null'));
 
@@ -189,11 +183,7 @@ before(
       LLM_MODEL: 'fake-model',
       LOG_LEVEL: 'info',
     };
-    await run(BIN, ['migrate'], { env, cwd: repo });
-    await run(BIN, ['ingest', '--dir', 'deploy/demo/site', '--base-url', origin], { env, cwd: repo, maxBuffer: 1 << 24 });
-    procs.start('serve', BIN, ['serve'], { env, cwd: repo }, logs.serve);
-    await until('sitetools to be ready', async () => (await fetch(`${sitetools}/readyz`)).ok, { timeout: 30000 });
-    serverToolNames = (await (await fetch(`${sitetools}/api/chat/tools`)).json()).tools.map((t) => t.name);
+    serverToolNames = (await startSitetools(procs, env, origin, logs.serve)).map((t) => t.name);
 
     procs.start(
       'next',

@@ -8,44 +8,41 @@
 // Needs: bin/sitetools (make build), Chromium at /usr/bin/chromium and the npm packages
 // (deploy/dev/browser.sh), PostgreSQL with pgvector (deploy/dev/postgres.sh).
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { chromium } from 'playwright-core';
 
-import { axeViolations } from './harness.js';
+import {
+  BIN,
+  CHROMIUM,
+  CHROMIUM_FLAGS,
+  LOCAL_TOOLS,
+  Procs,
+  RELAY,
+  WIDGET,
+  axeViolations,
+  callJSON as callOn,
+  deepFocus,
+  freePort,
+  freshDatabase,
+  mcpShape,
+  mintToken,
+  repo,
+  resultText,
+  startRelay,
+  startSitetools,
+  until,
+  webDir,
+} from './harness.js';
 
-const run = promisify(execFile);
-const webDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const repo = path.resolve(webDir, '../..');
-const BIN = process.env.SITETOOLS_BIN || path.join(repo, 'bin/sitetools');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const RELAY = path.join(webDir, 'node_modules/@jason.today/webmcp/build/index.js');
-const WIDGET = path.join(webDir, 'node_modules/@jason.today/webmcp/src/webmcp.js');
 const SCREENSHOT = process.env.E2E_SCREENSHOT || path.join(webDir, 'e2e/screenshot.png');
 const DB_NAME = 'sitetools_e2e';
-const CHROMIUM_FLAGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-const LOCAL_TOOLS = ['open_page', 'prefill_contact_form', 'resume_conversation', 'save_conversation'];
 
 // Everything the run starts, to stop it in `after`.
-const procs = [];
+const procs = new Procs();
 const logs = { serve: [], relay: [], mcp: [] };
 const seen = { requests: [], sockets: [], console: [], dialogs: [], pageErrors: [] };
 let home;
@@ -60,84 +57,13 @@ let serverToolNames = [];
 // ---------------------------------------------------------------------------------------
 // Helpers
 
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.unref();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function until(what, fn, { timeout = 15000, every = 200 } = {}) {
-  const end = Date.now() + timeout;
-  let last;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out after ${timeout} ms waiting for ${what}${last ? `: ${last.message}` : ''}`);
-    await new Promise((r) => setTimeout(r, every));
-  }
-}
-
-function start(name, cmd, args, opts, sink) {
-  const p = spawn(cmd, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'] });
-  procs.push({ name, p });
-  for (const stream of [p.stdout, p.stderr]) {
-    let buf = '';
-    stream.setEncoding('utf8');
-    stream.on('data', (d) => {
-      buf += d;
-      const lines = buf.split('\n');
-      buf = lines.pop();
-      sink.push(...lines);
-    });
-  }
-  return p;
-}
-
-function portOpen(port) {
-  return new Promise((resolve) => {
-    const s = net.connect({ port, host: '127.0.0.1' }, () => {
-      s.end();
-      resolve(true);
-    });
-    s.on('error', () => resolve(false));
-  });
-}
-
 /** A call through the relay: the client names the tool `<host with . and : as _>-<name>`. */
 async function callTool(name, args = {}) {
   return client.callTool({ name: prefix + name, arguments: args }, undefined, { timeout: 45000 });
 }
 
 /** The same call on the JSON endpoint, as a server (no Origin). */
-async function callJSON(name, args) {
-  const res = await fetch(`${site}/api/chat/tools`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ name, arguments: args }),
-  });
-  assert.equal(res.status, 200, `POST /api/chat/tools ${name}`);
-  return res.json();
-}
-
-function mcpShape(r) {
-  const out = { content: r.content, isError: r.isError === true };
-  if (r.structuredContent !== undefined) out.structuredContent = r.structuredContent;
-  return out;
-}
-
-function resultText(r) {
-  return r.content.map((c) => c.text).join('\n');
-}
+const callJSON = (name, args) => callOn(site, name, args);
 
 const transcript = () => page.evaluate(() => JSON.parse(localStorage.getItem('sitetools.chat.transcript') ?? 'null'));
 
@@ -155,24 +81,22 @@ before(
     }
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'sitetools-e2e-home-'));
     const sitePort = await freePort();
-    relayPort = await freePort();
-    assert.notEqual(relayPort, 4797);
     site = `http://127.0.0.1:${sitePort}`;
     prefix = `127_0_0_1_${sitePort}-`;
 
-    // A database of its own, fresh each run.
-    const pg = path.join(repo, 'deploy/dev/postgres.sh');
-    const pgEnv = { ...process.env };
-    const base = (await run(pg, ['start'], { env: pgEnv })).stdout.trim();
-    await run('psql', [base, '-qc', `DROP DATABASE IF EXISTS ${DB_NAME} WITH (FORCE)`], { env: pgEnv });
-    const dbURL = (await run(pg, ['createdb', DB_NAME], { env: pgEnv })).stdout.trim();
+    // The relay: its daemon in the foreground (so this run owns it and reads its log),
+    // on a free port, with a HOME of its own for its tokens; and the visitor's MCP client.
+    const relay = await startRelay(procs, home, logs);
+    relayPort = relay.port;
+    client = relay.client;
 
-    // Only what the service needs: no LLM is configured, so the chat answers in
-    // retrieval-only mode, and nothing from the caller's environment leaks in.
+    // Only what the service needs, with a database of its own, fresh each run: no LLM is
+    // configured, so the chat answers in retrieval-only mode, and nothing from the
+    // caller's environment leaks in.
     const env = {
       PATH: process.env.PATH,
       HOME: home,
-      DATABASE_URL: dbURL,
+      DATABASE_URL: await freshDatabase(DB_NAME),
       LISTEN_ADDR: `127.0.0.1:${sitePort}`,
       ADMIN_LISTEN_ADDR: 'off',
       SITE_URL: site,
@@ -182,40 +106,8 @@ before(
       WEBMCP_RELAY_PORT: String(relayPort),
       LOG_LEVEL: 'info',
     };
-    await run(BIN, ['migrate'], { env, cwd: repo });
-    await run(BIN, ['ingest', '--dir', 'deploy/demo/site', '--base-url', site], { env, cwd: repo, maxBuffer: 1 << 24 });
-    start('serve', BIN, ['serve'], { env, cwd: repo }, logs.serve);
-    await until('the service to be ready', async () => (await fetch(`${site}/readyz`)).ok, { timeout: 30000 });
-    const catalog = await (await fetch(`${site}/api/chat/tools`)).json();
-    serverToolNames = catalog.tools.map((t) => t.name);
+    serverToolNames = (await startSitetools(procs, env, site, logs.serve)).map((t) => t.name);
     assert.ok(serverToolNames.includes('search_site') && serverToolNames.includes('get_free_slots'), serverToolNames.join(','));
-
-    // The relay: its daemon in the foreground (so this run owns it and reads its log),
-    // on a free port, with a HOME of its own for its tokens.
-    const relayEnv = { PATH: process.env.PATH, HOME: home };
-    // The token between the relay's MCP side and its daemon. Written before the daemon
-    // starts: a daemon in the foreground reads it only at start-up (daemonized, the relay
-    // forks after writing it).
-    fs.mkdirSync(path.join(home, '.webmcp'), { mode: 0o700 });
-    fs.writeFileSync(path.join(home, '.webmcp/.env'), `WEBMCP_SERVER_TOKEN=${randomBytes(16).toString('hex')}\n`, { mode: 0o600 });
-    start('relay', process.execPath, [RELAY, '--foreground', '--port', String(relayPort)], { env: relayEnv, cwd: home }, logs.relay);
-    await until('the relay to listen', () => portOpen(relayPort));
-
-    // The visitor's MCP client, speaking stdio to the relay's MCP side.
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [RELAY, '--mcp', '--port', String(relayPort)],
-      env: relayEnv,
-      cwd: home,
-      stderr: 'pipe',
-    });
-    transport.stderr?.on('data', (d) => logs.mcp.push(...String(d).split('\n')));
-    client = new Client({ name: 'sitetools-e2e', version: '1.0.0' });
-    await client.connect(transport);
-    await until('the relay to offer its own tools', async () => {
-      const { tools } = await client.listTools();
-      return tools.some((t) => t.name === '_webmcp_get-token');
-    });
 
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS, headless: true });
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -231,9 +123,7 @@ before(
 
     // The visitor opens the chat, then the pill's card, and pastes the token their MCP
     // client minted with the relay's _webmcp_get-token tool.
-    const minted = await client.callTool({ name: '_webmcp_get-token', arguments: {} });
-    const token = resultText(minted).trim().split(/\s+/).pop();
-    assert.match(token, /^[A-Za-z0-9+/=]{20,}$/);
+    const token = await mintToken(client);
     assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'data-state'), 'disconnected');
     await page.click('#sitetools-chat-launcher');
     await page.click('#sitetools-webmcp-pill');
@@ -252,21 +142,7 @@ after(async () => {
     // already gone
   }
   await browser?.close().catch(() => {});
-  for (const { p } of procs.reverse()) {
-    if (p.exitCode === null) {
-      p.kill('SIGTERM');
-      await new Promise((r) => {
-        const t = setTimeout(() => {
-          p.kill('SIGKILL');
-          r();
-        }, 5000);
-        p.once('exit', () => {
-          clearTimeout(t);
-          r();
-        });
-      });
-    }
-  }
+  await procs.stopAll();
   if (home) fs.rmSync(home, { recursive: true, force: true });
   if (process.env.E2E_VERBOSE) {
     for (const [k, v] of Object.entries(logs)) console.log(`--- ${k}\n${v.join('\n')}`);
@@ -468,13 +344,7 @@ test('the chat flyout keeps the transcript in localStorage', async () => {
 });
 
 test('the flyout and the pill work from the keyboard', async () => {
-  const focused = () =>
-    page.evaluate(() => {
-      // The widget's controls are in its shadow root: follow focus into it.
-      let a = document.activeElement;
-      while (a?.shadowRoot?.activeElement) a = a.shadowRoot.activeElement;
-      return a?.id ?? '';
-    });
+  const focused = () => deepFocus(page);
   if (await page.isHidden('#sitetools-chat-panel')) await page.click('#sitetools-chat-launcher');
   // Escape closes the innermost first: the pill's card, then the flyout.
   if (await page.isHidden('#sitetools-webmcp-card')) await page.click('#sitetools-webmcp-pill');

@@ -247,15 +247,25 @@ export function withdrawNative() {
 // Navigation and the contact form: what the local tools do in the tab
 
 /**
+ * askRouter offers a page, as guardSameOrigin returned it, to the page's client-side
+ * router (`sitetools:navigate`): {taken, done}, done being the router's promise of
+ * {status, url, title} when it set one.
+ */
+export function askRouter(g) {
+  const detail = { url: g.path, done: null };
+  const ev = new CustomEvent('sitetools:navigate', { detail, cancelable: true });
+  document.dispatchEvent(ev);
+  return { taken: ev.defaultPrevented, done: detail.done };
+}
+
+/**
  * navigate shows a page in this tab, as guardSameOrigin returned it: through the page's
  * router if it has one.
  */
 async function navigate(g) {
   const path = g.path;
-  const detail = { url: path, done: null };
-  const ev = new CustomEvent('sitetools:navigate', { detail, cancelable: true });
-  document.dispatchEvent(ev);
-  if (ev.defaultPrevented && detail.done) return detail.done;
+  const r = askRouter(g);
+  if (r.taken && r.done) return r.done;
   // No router: ask the site whether the page exists, answer, then load it.
   let status = 0;
   try {

@@ -17,7 +17,7 @@
 // when it handles `sitetools:navigate` (see bridge.js), so the widget, its transcript and
 // the relay connection survive client-side navigation.
 
-import { bridgeStatus } from './bridge.js';
+import { askRouter, bridgeStatus } from './bridge.js';
 import {
   clearTranscript,
   guardSameOrigin,
@@ -27,6 +27,7 @@ import {
   setConsent,
   storeTranscript,
 } from './core.js';
+import { h } from './dom.js';
 import { renderMarkdown } from './render.js';
 import { readEventStream } from './sse.js';
 import { fill, languageOf, stringsFor } from './strings.js';
@@ -57,18 +58,6 @@ function session() {
   }
 }
 
-/** h builds an element: h('button', {class: 'x', type: 'button'}, 'text', child). */
-function h(tag, attrs, ...children) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === false || v === undefined || v === null) continue;
-    if (k === 'part') el.setAttribute('part', v);
-    else el.setAttribute(k, v === true ? '' : v);
-  }
-  el.append(...children);
-  return el;
-}
-
 function svgIcon() {
   const ns = 'http://www.w3.org/2000/svg';
   const svg = document.createElementNS(ns, 'svg');
@@ -88,10 +77,7 @@ function svgIcon() {
  * page's router when it takes `sitetools:navigate`, else as an ordinary page load.
  */
 function navigateTo(g) {
-  const detail = { url: g.path, done: null };
-  const ev = new CustomEvent('sitetools:navigate', { detail, cancelable: true });
-  document.dispatchEvent(ev);
-  if (!ev.defaultPrevented) location.assign(g.url);
+  if (!askRouter(g).taken) location.assign(g.url);
 }
 
 class SitetoolsChat extends HTMLElement {
@@ -109,8 +95,10 @@ class SitetoolsChat extends HTMLElement {
     this.#applyLanguage();
   }
 
-  attributeChangedCallback() {
-    if (this.#el) this.#applyLanguage();
+  attributeChangedCallback(name) {
+    if (!this.#el) return;
+    if (name === 'inline') this.#applyMode();
+    this.#applyLanguage();
   }
 
   /** The site's own words: {key: text} or {de: {key: text}}; see strings.js. */
@@ -120,7 +108,7 @@ class SitetoolsChat extends HTMLElement {
 
   set strings(v) {
     this.#overrides = v && typeof v === 'object' ? v : null;
-    if (this.#el) this.#applyLanguage(true);
+    if (this.#el) this.#applyLanguage();
   }
 
   /** The language the widget speaks now: "en" or "de". */
@@ -263,18 +251,23 @@ class SitetoolsChat extends HTMLElement {
     this.#showStatus(this.#status);
   }
 
+  // applyMode shows the chat inline (always open, in the page) or as a flyout.
   #applyMode() {
     const e = this.#el;
-    e.root.classList.toggle('inline', this.#inline);
-    if (this.#inline) {
+    const inline = this.#inline;
+    e.root.classList.toggle('inline', inline);
+    e.close.hidden = inline;
+    e.panel.setAttribute('role', inline ? 'region' : 'dialog');
+    if (inline) {
       e.launcher.hidden = true;
-      e.close.hidden = true;
       e.panel.hidden = false;
-      e.panel.setAttribute('role', 'region');
       this.#render();
       this.#showConsentOrForm(false);
     } else if (session()?.getItem(OPEN_KEY) === '1') {
       this.open();
+    } else {
+      e.panel.hidden = true;
+      e.launcher.hidden = false;
     }
   }
 
@@ -359,10 +352,9 @@ class SitetoolsChat extends HTMLElement {
   // -------------------------------------------------------------------------------------
   // Language
 
-  #applyLanguage(force) {
+  #applyLanguage() {
     const tag = this.getAttribute('lang') || this.parentElement?.closest('[lang]')?.getAttribute('lang') || document.documentElement.lang;
     const lang = languageOf(tag);
-    if (lang === this.#lang && !force && !this.#attrsChanged()) return;
     this.#lang = lang;
     const s = (this.#t = stringsFor(lang, this.#overrides));
     const e = this.#el;
@@ -375,36 +367,8 @@ class SitetoolsChat extends HTMLElement {
     e.clear.title = s.clearTitle;
     e.log.setAttribute('aria-label', s.conversation);
     e.input.placeholder = this.getAttribute('placeholder') || s.placeholder;
-    this.#applyModeIfChanged();
     this.#showStatus(this.#status);
     this.#render();
-  }
-
-  #seenAttrs = '';
-
-  #attrsChanged() {
-    const now = ['label', 'placeholder', 'inline'].map((a) => this.getAttribute(a)).join('\u0000');
-    const changed = now !== this.#seenAttrs;
-    this.#seenAttrs = now;
-    return changed;
-  }
-
-  #wasInline = null;
-
-  #applyModeIfChanged() {
-    if (this.#wasInline === null) {
-      this.#wasInline = this.#inline;
-      return;
-    }
-    if (this.#wasInline !== this.#inline) {
-      this.#wasInline = this.#inline;
-      this.#applyMode();
-      if (!this.#inline) {
-        this.#el.close.hidden = false;
-        this.#el.panel.setAttribute('role', 'dialog');
-        this.close();
-      }
-    }
   }
 
   // -------------------------------------------------------------------------------------
@@ -651,7 +615,7 @@ if (!customElements.get(TAG)) {
   customElements.define(TAG, SitetoolsChat);
 
   new MutationObserver(() => {
-    for (const el of document.querySelectorAll(TAG)) el.attributeChangedCallback();
+    for (const el of document.querySelectorAll(TAG)) el.attributeChangedCallback('lang');
   }).observe(document.documentElement, { attributes: true, attributeFilter: ['lang'] });
 
   let auto = null;

@@ -3,29 +3,22 @@
 // same-origin guard: a link to this site becomes a link to its absolute URL; any other
 // stays text, its url shown in brackets.
 import { guardSameOrigin } from './core.js';
+import { h } from './dom.js';
 import { parseMarkdown } from './markdown.js';
-
-function el(tag, ...children) {
-  const e = document.createElement(tag);
-  e.append(...children);
-  return e;
-}
 
 function inlineNodes(inlines, origin) {
   return inlines.map((n) => {
     switch (n.type) {
       case 'strong':
-        return el('strong', ...inlineNodes(n.children, origin));
+        return h('strong', {}, ...inlineNodes(n.children, origin));
       case 'code':
-        return el('code', n.text);
+        return h('code', {}, n.text);
       case 'br':
-        return el('br');
+        return h('br', {});
       case 'link': {
         const g = guardSameOrigin(n.href, origin);
-        if (!g.ok) return el('span', ...inlineNodes(n.children, origin), ` (${n.href})`);
-        const a = el('a', ...inlineNodes(n.children, origin));
-        a.href = g.url;
-        return a;
+        if (!g.ok) return h('span', {}, ...inlineNodes(n.children, origin), ` (${n.href})`);
+        return h('a', { href: g.url }, ...inlineNodes(n.children, origin));
       }
       default:
         return document.createTextNode(n.text);
@@ -37,16 +30,16 @@ function inlineNodes(inlines, origin) {
 export function renderMarkdown(content, origin) {
   return parseMarkdown(content).map((b) => {
     if (b.type === 'p') {
-      const p = el('p');
+      const p = h('p', {});
       b.lines.forEach((line, i) => {
-        if (i) p.appendChild(el('br'));
+        if (i) p.appendChild(h('br', {}));
         p.append(...inlineNodes(line, origin));
       });
       return p;
     }
-    const list = el(b.type);
+    const list = h(b.type, {});
     if (b.type === 'ol' && b.start !== 1) list.start = b.start;
-    for (const item of b.items) list.appendChild(el('li', ...inlineNodes(item, origin)));
+    for (const item of b.items) list.appendChild(h('li', {}, ...inlineNodes(item, origin)));
     return list;
   });
 }
