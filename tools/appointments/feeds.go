@@ -46,7 +46,8 @@ type ICSFeedOptions struct {
 	MaxStale time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Logger receives fetch failures (feed number and host only); nil discards.
+	// Logger receives fetch failures and events over the expansion caps (feed number and
+	// host, event positions only); nil discards.
 	Logger *slog.Logger
 }
 
@@ -161,11 +162,20 @@ func (f *ICSFeeds) Busy(ctx context.Context, from, to time.Time, loc *time.Locat
 	for i, feed := range f.feeds {
 		wg.Go(func() {
 			cal, err := f.calendar(ctx, feed)
-			if err == nil {
-				busy[i], err = cal.busy(from, to, loc)
-			}
 			if err != nil {
 				errs[i] = fmt.Errorf("%s: %w", feed.name, err)
+				return
+			}
+			b := cal.busy(from, to, loc)
+			busy[i] = b.intervals
+			// By position only: an event's content may be anyone's invitation.
+			if fresh := cal.firstWarnings(b.overCap); len(fresh) > 0 {
+				f.log.Warn("ics events over the expansion cap are busy over their whole span",
+					"feed", feed.name, "events", fresh, "cap", maxICSOccurrences)
+			}
+			if b.coarsened && len(cal.firstWarnings([]int{0})) > 0 {
+				f.log.Warn("ics feed has too many busy intervals; gaps too short for an appointment were closed",
+					"feed", feed.name, "cap", maxICSIntervals)
 			}
 		})
 	}

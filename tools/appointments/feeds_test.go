@@ -489,6 +489,45 @@ func TestICSFeedsLogs(t *testing.T) {
 	}
 }
 
+// TestICSFeedsHostileInvitation: an invitation that repeats every second, beside a normal
+// feed and a normal event of its own feed, blocks its own span only; the availability stays
+// known, and the log names the event by position, once per fetched copy.
+func TestICSFeedsHostileInvitation(t *testing.T) {
+	const marker = "INVITE-MARKER-0417"
+	hostile := icsCalendarOf(
+		"DTSTART:20260303T090000Z\nDTEND:20260303T100000Z",
+		"DTSTART:20260310T080000Z\nDURATION:PT1S\nRRULE:FREQ=SECONDLY;UNTIL=20260310T160000Z\nSUMMARY:"+marker,
+	)
+	normal, attacked := newICSTestServer(t, feedA), newICSTestServer(t, hostile)
+	var logs bytes.Buffer
+	f := newTestFeeds(t, []string{normal.URL, attacked.URL}, &testClock{t: at("2026-03-01T00:00Z")}, ICSFeedOptions{
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	want := []Interval{busyA[0],
+		{at("2026-03-03T09:00Z"), at("2026-03-03T10:00Z")},
+		{at("2026-03-10T08:00Z"), time.Date(2026, 3, 10, 16, 0, 1, 0, time.UTC)},
+	}
+	for range 2 {
+		got, err := f.Busy(context.Background(), feedFrom, feedTo, time.UTC)
+		if err != nil {
+			t.Fatalf("Busy: %v; want the hostile event to fail closed on its own", err)
+		}
+		if diff := cmp.Diff(showIntervals(want), showIntervals(got)); diff != "" {
+			t.Errorf("busy (-want +got):\n%s", diff)
+		}
+	}
+	out := logs.String()
+	if n := strings.Count(out, "over the expansion cap"); n != 1 {
+		t.Errorf("%d warnings about the cap; want 1:\n%s", n, out)
+	}
+	if !strings.Contains(out, "ics feed 2 (") || !strings.Contains(out, "events=[2]") {
+		t.Errorf("warning does not name feed 2, event 2:\n%s", out)
+	}
+	if strings.Contains(out, marker) || strings.Contains(out, "SECONDLY") {
+		t.Errorf("log shows event content:\n%s", out)
+	}
+}
+
 func TestICSFeedsClose(t *testing.T) {
 	srv := newICSTestServer(t, feedA)
 	clock := &testClock{t: at("2026-03-01T00:00Z")}

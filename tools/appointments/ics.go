@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	ics "github.com/arran4/golang-ical"
@@ -14,8 +15,10 @@ import (
 )
 
 // Limits on one iCalendar feed, so that a broken or hostile calendar (anyone can send an
-// invitation that lands in it) costs bounded memory and CPU time. Going over one is an
-// error, never a silent truncation: a dropped event would show busy time as free.
+// invitation that lands in it) costs bounded memory and CPU time. Going over a limit on the
+// input is an error. Going over a limit on the expansion fails closed for the event that did,
+// never for the feed: that event's whole span is busy (see ParseICSBusy). Nothing is dropped
+// in silence, since a dropped event would show busy time as free.
 const (
 	maxICSBytes = 5 << 20
 	// maxICSDepth bounds the nesting of components (VCALENDAR > VEVENT > VALARM is 3),
@@ -66,25 +69,52 @@ const (
 //     that occurs twice means its first occurrence (RFC 5545 §3.3.5).
 //
 // It fails, rather than drop anything, on input over 5 MB, a malformed or cut-off calendar,
-// a value it cannot read, or an expansion over its caps (10 000 occurrences of one event up
-// to the end of the window, 100 000 in all, 50 000 busy intervals). Error messages name the
-// event by its position and the property, never its content.
+// or a value it cannot read. Error messages name the event by its position and the property,
+// never its content.
+//
+// Expansion is capped at 10 000 occurrences of one event up to the end of the window and
+// 100 000 for the whole feed. An event that goes over a cap, or whose rule cannot be
+// expanded, fails closed on its own: its whole span is busy, from its first occurrence (or
+// the window's start) to the end of its last rule's UNTIL plus its length, or to the window's
+// end. So one hostile invitation (RRULE:FREQ=MINUTELY, say) blocks the time it claims and no
+// more, and the rest of the calendar keeps working. Over 50 000 busy intervals in the window,
+// gaps too short for any appointment are closed (again: more busy, never less).
 func ParseICSBusy(data []byte, from, to time.Time, defaultLoc *time.Location) ([]Interval, error) {
 	cal, err := icsParse(data, maxICSRuleProbe)
 	if err != nil {
 		return nil, fmt.Errorf("appointments.ParseICSBusy: %w", err)
 	}
-	busy, err := cal.busy(from, to, defaultLoc)
-	if err != nil {
-		return nil, fmt.Errorf("appointments.ParseICSBusy: %w", err)
-	}
-	return busy, nil
+	return cal.busy(from, to, defaultLoc).intervals, nil
 }
 
 // icsCalendar is a parsed feed: the time properties of its events and nothing else, checked
 // once so that expanding them for a window cannot fail on syntax. It is read-only after
-// icsParse and safe for concurrent use.
-type icsCalendar struct{ events []icsEvent }
+// icsParse and safe for concurrent use, but for warned.
+type icsCalendar struct {
+	events []icsEvent
+
+	// warned records the events already reported as over a cap (and, as 0, the closing of
+	// gaps), so that a copy of a feed logs each once rather than on every request.
+	warnMu sync.Mutex
+	warned map[int]bool
+}
+
+// firstWarnings returns those of nums not yet reported for this copy, and records them.
+func (c *icsCalendar) firstWarnings(nums []int) []int {
+	c.warnMu.Lock()
+	defer c.warnMu.Unlock()
+	var fresh []int
+	for _, n := range nums {
+		if !c.warned[n] {
+			if c.warned == nil {
+				c.warned = make(map[int]bool)
+			}
+			c.warned[n] = true
+			fresh = append(fresh, n)
+		}
+	}
+	return fresh
+}
 
 type icsEvent struct {
 	num   int // 1-based position among the feed's VEVENTs, for messages
@@ -677,45 +707,186 @@ type icsExpansion struct {
 	def      *time.Location
 	out      []Interval
 	budget   int // occurrences left for the whole feed
+	// overCap lists, by position, the events whose whole span was made busy because they
+	// went over a cap or could not be expanded.
+	overCap []int
+	gap     time.Duration // gaps shorter than this are closed; 0: none
 }
 
-// busy returns the calendar's busy intervals that reach into [from, to); see ParseICSBusy.
-func (c *icsCalendar) busy(from, to time.Time, def *time.Location) ([]Interval, error) {
+// icsBusy is the result of expanding a calendar for one window.
+type icsBusy struct {
+	intervals []Interval
+	overCap   []int // events made busy over their whole span, by position
+	coarsened bool  // short gaps were closed to bound the intervals
+}
+
+// errICSOverCap stops the expansion of one event that went over a cap.
+var errICSOverCap = errors.New("event over its expansion cap")
+
+// busy returns the calendar's busy time that reaches into [from, to); see ParseICSBusy.
+func (c *icsCalendar) busy(from, to time.Time, def *time.Location) icsBusy {
 	if def == nil {
 		def = time.UTC
 	}
 	if !from.Before(to) {
-		return []Interval{}, nil
+		return icsBusy{intervals: []Interval{}}
 	}
 	x := &icsExpansion{from: from, to: to, def: def, budget: maxICSExpansion}
 	for i := range c.events {
-		if err := x.event(c, &c.events[i]); err != nil {
-			return nil, err
-		}
+		x.event(c, &c.events[i])
 	}
-	return icsUnion(x.out, def), nil
+	out := icsCloseGaps(icsUnion(x.out, def), x.gap)
+	return icsBusy{intervals: out, overCap: x.overCap, coarsened: x.gap > 0}
 }
 
-func (x *icsExpansion) add(iv Interval) error {
+func (x *icsExpansion) add(iv Interval) {
 	if !iv.End.After(iv.Start) || !iv.Start.Before(x.to) || !iv.End.After(x.from) {
-		return nil
+		return
 	}
-	if len(x.out) == maxICSIntervals {
-		return fmt.Errorf("calendar has more than %d busy intervals in the window", maxICSIntervals)
+	if len(x.out) >= maxICSIntervals {
+		x.compact()
 	}
 	x.out = append(x.out, iv)
-	return nil
 }
 
-func (x *icsExpansion) event(cal *icsCalendar, e *icsEvent) error {
+// compact merges the collected intervals and, while more than half the cap remain, closes
+// the gaps shorter than a doubling threshold, from one minute: no appointment fits in such
+// a gap, and closing one can only make more time busy. The threshold stays for the rest
+// of the window (see closeGaps).
+func (x *icsExpansion) compact() {
+	x.out = icsUnion(x.out, time.UTC)
+	for len(x.out) > maxICSIntervals/2 {
+		x.gap = max(2*x.gap, time.Minute)
+		x.out = icsCloseGaps(x.out, x.gap)
+	}
+}
+
+// icsCloseGaps joins merged, sorted intervals whose gap is shorter than gap.
+func icsCloseGaps(ivs []Interval, gap time.Duration) []Interval {
+	if gap <= 0 || len(ivs) == 0 {
+		return ivs
+	}
+	out := ivs[:1]
+	for _, iv := range ivs[1:] {
+		if last := &out[len(out)-1]; iv.Start.Sub(last.End) < gap {
+			last.End = maxTime(last.End, iv.End)
+			continue
+		}
+		out = append(out, iv)
+	}
+	return out
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// event adds the busy time of one event. One that goes over a cap or whose rule cannot be
+// expanded makes its whole span busy instead (see span).
+func (x *icsExpansion) event(cal *icsCalendar, e *icsEvent) {
 	if e.free {
-		return nil
+		return
 	}
 	loc, dur := e.start.zone(x.def), e.duration(cal, x.def)
-	if e.recurrenceID != nil {
-		return x.add(icsSpan(e.start.wall, loc, dur))
+	if e.recurrenceID != nil || len(e.rules) == 0 && len(e.rdates) == 0 {
+		x.add(icsSpan(e.start.wall, loc, dur)) // one occurrence: bounded by the feed's size
+		return
 	}
+	if dur == (icsDuration{}) && !slices.ContainsFunc(e.rdates, func(p icsPeriod) bool { return p.end != nil || p.dur != nil }) {
+		return // points in time take no time, however many
+	}
+	if err := x.expand(e, loc, dur); err != nil {
+		x.overCap = append(x.overCap, e.num)
+		x.add(x.span(e, loc, dur))
+	}
+}
 
+// span is the time an event's occurrences can cover within the window: from its first
+// occurrence (DTSTART or an earlier RDATE), or the window's start, to the end of the latest
+// of its rules' UNTIL and its RDATEs, or the window's end when a rule has no UNTIL.
+func (x *icsExpansion) span(e *icsEvent, loc *time.Location, dur icsDuration) Interval {
+	iv := icsSpan(e.start.wall, loc, dur)
+	extend := func(o Interval) {
+		if o.Start.Before(iv.Start) {
+			iv.Start = o.Start
+		}
+		iv.End = maxTime(iv.End, o.End)
+	}
+	for _, rd := range e.rdates {
+		rloc := rd.at.zone(x.def)
+		extend(icsSpan(rd.at.wall, rloc, dur))
+		if rd.end != nil {
+			extend(Interval{Start: rd.end.instant(x.def), End: rd.end.instant(x.def)})
+		}
+		if rd.dur != nil {
+			extend(icsSpan(rd.at.wall, rloc, *rd.dur))
+		}
+	}
+	for _, r := range e.rules {
+		if last, ok := icsLastByCount(r.opt, e.start.wall); ok {
+			extend(icsSpan(last, loc, dur))
+			continue
+		}
+		if r.opt.Until.IsZero() {
+			iv.End = maxTime(iv.End, x.to)
+			continue
+		}
+		until := r.opt.Until // a UTC instant, or a wall clock in the event's zone
+		if !r.untilUTC {
+			until = icsResolve(until, loc)
+		}
+		if r.untilDate && !e.start.date {
+			until = until.AddDate(0, 0, 1) // the whole last day
+		}
+		// The last occurrence starts at UNTIL at the latest.
+		extend(icsSpan(icsWall(until.In(loc)), loc, dur))
+	}
+	if iv.Start.Before(x.from) {
+		iv.Start = x.from
+	}
+	if iv.End.After(x.to) {
+		iv.End = x.to
+	}
+	return iv
+}
+
+// icsLastByCount returns the wall clock of the last occurrence of a rule with COUNT and no
+// BY parts, whose every period holds exactly one occurrence; ok is false for any other rule.
+func icsLastByCount(o rrule.ROption, start time.Time) (last time.Time, ok bool) {
+	if o.Count <= 0 || len(o.Bysetpos)+len(o.Bymonth)+len(o.Bymonthday)+len(o.Byyearday)+
+		len(o.Byweekno)+len(o.Byweekday)+len(o.Byhour)+len(o.Byminute)+len(o.Bysecond)+
+		len(o.Byeaster) > 0 {
+		return time.Time{}, false
+	}
+	if o.Count > 1<<31 || o.Interval > 1<<31 {
+		return time.Time{}, false
+	}
+	n := (o.Count - 1) * max(o.Interval, 1)
+	if n > 1<<31 {
+		return time.Time{}, false // 68 years of seconds: as good as endless
+	}
+	switch o.Freq {
+	case rrule.YEARLY, rrule.MONTHLY:
+		return time.Time{}, false // a 31st or a 29 February skips periods
+	case rrule.WEEKLY:
+		return start.AddDate(0, 0, 7*n), true
+	case rrule.DAILY:
+		return start.AddDate(0, 0, n), true
+	case rrule.HOURLY:
+		return start.Add(time.Duration(n) * time.Hour), true
+	case rrule.MINUTELY:
+		return start.Add(time.Duration(n) * time.Minute), true
+	default:
+		return start.Add(time.Duration(n) * time.Second), true
+	}
+}
+
+// expand adds the occurrences of a series, or fails with errICSOverCap (or an expansion
+// error) and leaves the event to span.
+func (x *icsExpansion) expand(e *icsEvent, loc *time.Location, dur icsDuration) error {
 	// Occurrences removed by EXDATE or replaced by an override: by instant, or by local
 	// date for a DATE that removes from a timed event.
 	var removed map[int64]bool
@@ -736,15 +907,16 @@ func (x *icsExpansion) event(cal *icsCalendar, e *icsEvent) error {
 	count := 0
 	occur := func(iv Interval, wall time.Time) error {
 		if count++; count > maxICSOccurrences {
-			return fmt.Errorf("event %d: recurrence has more than %d occurrences up to the end of the window", e.num, maxICSOccurrences)
+			return errICSOverCap
 		}
 		if x.budget--; x.budget < 0 {
-			return fmt.Errorf("calendar has more than %d occurrences up to the end of the window", maxICSExpansion)
+			return errICSOverCap
 		}
 		if removed[iv.Start.Unix()] || removedDays[wall.Truncate(24*time.Hour)] {
 			return nil
 		}
-		return x.add(iv)
+		x.add(iv)
+		return nil
 	}
 
 	if err := occur(icsSpan(e.start.wall, loc, dur), e.start.wall); err != nil {
@@ -779,7 +951,7 @@ func (x *icsExpansion) event(cal *icsCalendar, e *icsEvent) error {
 func (x *icsExpansion) rule(r *icsRule, e *icsEvent, loc *time.Location, dur icsDuration, occur func(Interval, time.Time) error) (err error) {
 	defer func() {
 		if recover() != nil {
-			err = fmt.Errorf("event %d: RRULE: recurrence rule cannot be expanded", e.num)
+			err = errors.New("recurrence rule cannot be expanded")
 		}
 	}()
 	o := r.opt
@@ -801,7 +973,7 @@ func (x *icsExpansion) rule(r *icsRule, e *icsEvent, loc *time.Location, dur ics
 	icsSkipAhead(&o, limit)
 	rr, err := rrule.NewRRule(o)
 	if err != nil {
-		return fmt.Errorf("event %d: RRULE: recurrence rule is out of bounds", e.num)
+		return errors.New("recurrence rule is out of bounds")
 	}
 	next := rr.Iterator()
 	for {
