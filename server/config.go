@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sitetools/sitetools/internal/fetch"
 )
 
 // Config is the service's configuration, loaded from the environment once at start-up.
@@ -31,6 +33,10 @@ type Config struct {
 
 	AvailabilityConfig  string   // path of the schedule YAML; empty: no get_free_slots
 	AvailabilityICSURLs []string // busy-time calendar feeds
+
+	// Fetch configures the client of the crawler and the calendar feeds (FETCH_ALLOW_PRIVATE:
+	// true, or the non-public ranges allowed).
+	Fetch fetch.Options
 
 	MCPAllowedHosts []string // Host headers /mcp accepts on a loopback address beside localhost and SITE_URL's host
 
@@ -137,6 +143,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		},
 		AvailabilityConfig:     l.str("AVAILABILITY_CONFIG", ""),
 		AvailabilityICSURLs:    l.urls("AVAILABILITY_ICS_URLS"),
+		Fetch:                  l.fetchOptions("FETCH_ALLOW_PRIVATE"),
 		MCPAllowedHosts:        l.hosts("MCP_ALLOWED_HOSTS"),
 		SitePagesDir:           l.str("SITE_PAGES_DIR", ""),
 		WebMCPWidgetPath:       l.str("WEBMCP_WIDGET_PATH", ""),
@@ -350,6 +357,24 @@ func (l *loader) prefixes(name string) []netip.Prefix {
 		}
 	}
 	return out
+}
+
+// fetchOptions reads true, false, or a list of the addresses and CIDR ranges allowed
+// although not public.
+func (l *loader) fetchOptions(name string) fetch.Options {
+	v, _ := l.lookup(name)
+	switch strings.ToLower(v) {
+	case "", "false":
+		return fetch.Options{}
+	case "true":
+		return fetch.Options{AllowPrivate: true}
+	}
+	n := len(l.errs)
+	allow := l.prefixes(name)
+	if len(l.errs) > n {
+		l.errs = append(l.errs[:n], fmt.Errorf("%s must be true, false, or IP addresses and CIDR ranges such as 10.0.0.0/8, got %q", name, v))
+	}
+	return fetch.Options{Allow: allow}
 }
 
 func splitList(v string) []string {

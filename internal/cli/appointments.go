@@ -36,7 +36,7 @@ func newAvailability(ctx context.Context, cfg server.Config, db *postgres.DB, lo
 	sources := []appointments.BusySource{appointments.NewBookings(db)}
 	closeFeeds := func() {}
 	if len(cfg.AvailabilityICSURLs) > 0 {
-		feeds, err := newICSFeeds(ctx, cfg.AvailabilityICSURLs, logger)
+		feeds, err := newICSFeeds(ctx, cfg.AvailabilityICSURLs, cfg.Fetch, logger)
 		if err != nil {
 			return nil, nil, fmt.Errorf("AVAILABILITY_ICS_URLS: %w", err)
 		}

@@ -5,13 +5,14 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/fetch"
 	"github.com/sitetools/sitetools/tools/appointments"
 )
 
 // newICSFeeds returns the busy-time calendar feeds, warmed once so that the first
 // question after start-up need not wait for them.
-func newICSFeeds(ctx context.Context, urls []string, logger *slog.Logger) (*appointments.ICSFeeds, error) {
-	feeds, err := appointments.NewICSFeeds(urls, appointments.ICSFeedOptions{Logger: logger})
+func newICSFeeds(ctx context.Context, urls []string, fetchOpts fetch.Options, logger *slog.Logger) (*appointments.ICSFeeds, error) {
+	feeds, err := appointments.NewICSFeeds(urls, appointments.ICSFeedOptions{Client: fetch.New(fetchOpts), Logger: logger})
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/sitetools/sitetools/internal/costguard"
+	"github.com/sitetools/sitetools/internal/fetch"
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/server"
@@ -174,7 +175,7 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		total = countPages(abs)
 	} else {
-		crawler := &sitesearch.Crawler{Concurrency: *concurrency}
+		crawler := &sitesearch.Crawler{Client: fetch.New(cfg.Fetch), Concurrency: *concurrency}
 		urls, err := crawler.Sitemap(ctx, *sitemap)
 		if err != nil {
 			return err

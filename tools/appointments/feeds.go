@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	"github.com/sitetools/sitetools/internal/fetch"
 )
 
 // ErrAvailabilityUnknown is wrapped by every error of ICSFeeds.Busy: some calendar feed could
@@ -34,7 +36,8 @@ const (
 
 // ICSFeedOptions configures ICSFeeds; the zero value means the defaults.
 type ICSFeedOptions struct {
-	// Client fetches the feeds; nil means a client of its own.
+	// Client fetches the feeds; nil means fetch.New with Timeout: public addresses only,
+	// redirects on the feed's host.
 	Client *http.Client
 	// Timeout bounds each fetch, body included; 0 means 10 seconds.
 	Timeout time.Duration
@@ -137,7 +140,8 @@ func NewICSFeeds(urls []string, opts ICSFeedOptions) (*ICSFeeds, error) {
 		return nil, fmt.Errorf("appointments.NewICSFeeds: %w", errors.Join(errs...))
 	}
 	if f.client == nil {
-		f.client = &http.Client{}
+		// Each fetch's context holds Timeout; the client's own is only a backstop.
+		f.client = fetch.New(fetch.Options{Timeout: 2 * f.timeout})
 	}
 	if f.now == nil {
 		f.now = time.Now

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sitetools/sitetools/internal/fetch"
 )
 
 // testClock is the injected clock of the feed tests.
@@ -121,6 +123,10 @@ func newTestFeeds(t *testing.T, urls []string, clock *testClock, opts ICSFeedOpt
 	t.Helper()
 	if clock != nil {
 		opts.Now = clock.Now
+	}
+	if opts.Client == nil {
+		// The test servers are on loopback.
+		opts.Client = fetch.New(fetch.Options{AllowPrivate: true})
 	}
 	f, err := NewICSFeeds(urls, opts)
 	if err != nil {
@@ -525,6 +531,24 @@ func TestICSFeedsHostileInvitation(t *testing.T) {
 	}
 	if strings.Contains(out, marker) || strings.Contains(out, "SECONDLY") {
 		t.Errorf("log shows event content:\n%s", out)
+	}
+}
+
+// TestICSFeedsPrivateAddress: by default a feed on a loopback (or any non-public) address
+// is not fetched, and the error says how to allow it.
+func TestICSFeedsPrivateAddress(t *testing.T) {
+	srv := newICSTestServer(t, feedA)
+	f, err := NewICSFeeds([]string{srv.URL}, ICSFeedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	got, err := f.Busy(context.Background(), feedFrom, feedTo, time.UTC)
+	if !errors.Is(err, ErrAvailabilityUnknown) || !errors.Is(err, fetch.ErrBlockedAddress) || !strings.Contains(err.Error(), "FETCH_ALLOW_PRIVATE") {
+		t.Fatalf("Busy = %v, %v; want ErrAvailabilityUnknown for a blocked address", got, err)
+	}
+	if n := srv.requests.Load(); n != 0 {
+		t.Errorf("the feed's server got %d requests; want none", n)
 	}
 }
 

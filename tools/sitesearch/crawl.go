@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sitetools/sitetools/internal/fetch"
 )
 
 // DefaultUserAgent identifies the crawler to the sites it fetches.
@@ -22,7 +24,7 @@ const DefaultUserAgent = "sitetools-ingest/1.0 (+https://github.com/sitetools/si
 
 // Crawler fetches a site's pages over HTTP. The zero value is ready to use.
 type Crawler struct {
-	Client      *http.Client  // nil: http.DefaultClient
+	Client      *http.Client  // nil: fetch.New(fetch.Options{}), public addresses only
 	UserAgent   string        // default DefaultUserAgent
 	Concurrency int           // requests in flight; default 4
 	Timeout     time.Duration // per request, including reading the body; default 15s
@@ -49,7 +51,7 @@ type Crawler struct {
 // CrawlStats counts what Fetch did with its URLs. Each URL is counted once.
 type CrawlStats struct {
 	Pages   int // parsed and passed to fn
-	Skipped int // for good: 4xx other than 408 and 429, not HTML, over MaxBytes, disallowed by robots.txt, redirected to another host
+	Skipped int // for good: 4xx other than 408 and 429, not HTML, over MaxBytes, disallowed by robots.txt, redirected to another host or refused by the client (see package fetch)
 	Failed  int // possibly for now: network errors, timeouts, 408, 429, 5xx, unreadable bodies
 	// FailedURLs lists the failed URLs, sorted. An ingest should keep their
 	// pages in the index rather than treat them as gone.
@@ -64,11 +66,26 @@ const (
 	crawlRobotsMaxBytes     = 512 << 10
 )
 
+// defaultClient is the crawler's client when none is given: public addresses only, see
+// package fetch.
+var defaultClient = fetch.New(fetch.Options{})
+
 func (c *Crawler) client() *http.Client {
 	if c.Client != nil {
 		return c.Client
 	}
-	return http.DefaultClient
+	return defaultClient
+}
+
+// refused reports whether a request failed on a rule of package fetch, which no retry
+// can change: such a page is skipped, not failed.
+func refused(err error) bool {
+	for _, target := range []error{fetch.ErrBlockedAddress, fetch.ErrOffHostRedirect, fetch.ErrDowngrade, fetch.ErrTooManyRedirect, fetch.ErrTooLarge} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Crawler) userAgent() string {
@@ -241,7 +258,9 @@ func (c *Crawler) fetchOne(ctx context.Context, pageURL string, robots *crawlRob
 	req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1")
 	resp, err := c.client().Do(req)
 	if err != nil {
-		res.outcome, res.reason = crawlFail, err
+		if res.reason = err; !refused(err) {
+			res.outcome = crawlFail
+		}
 		return res
 	}
 	defer resp.Body.Close()
@@ -270,7 +289,9 @@ func (c *Crawler) fetchOne(ctx context.Context, pageURL string, robots *crawlRob
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		res.outcome, res.reason = crawlFail, err
+		if res.reason = err; !refused(err) {
+			res.outcome = crawlFail
+		}
 		return res
 	}
 	if int64(len(body)) > limit {

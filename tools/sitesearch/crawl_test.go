@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -15,7 +17,16 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sitetools/sitetools/internal/fetch"
 )
+
+// TestMain lets the crawler's default client reach the tests' loopback servers; a test
+// that checks the refusal passes its own client.
+func TestMain(m *testing.M) {
+	defaultClient = fetch.New(fetch.Options{AllowPrivate: true})
+	os.Exit(m.Run())
+}
 
 func crawlTestPage(title string) string {
 	return fmt.Sprintf(`<!doctype html><html lang="en"><head><title>%s</title></head><body>`+
@@ -34,10 +45,17 @@ type crawlTestSite struct {
 
 func crawlTestNewSite(t *testing.T) *crawlTestSite {
 	t.Helper()
-	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, crawlTestPage("Elsewhere"))
+	// Another host, which a redirect must not reach.
+	other := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the crawler followed a redirect to another host: %s", r.URL)
 	}))
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Listener.Close()
+	other.Listener = l
+	other.Start()
 	t.Cleanup(other.Close)
 	s := &crawlTestSite{agents: map[string]bool{}}
 	mux := http.NewServeMux()
@@ -141,6 +159,12 @@ func TestFetch(t *testing.T) {
 			wantRequested: []string{"/page/4", "/slow"},
 			wantAgent:     DefaultUserAgent,
 		},
+		{
+			name:      "the default client fetches nothing from a loopback address",
+			paths:     []string{"/page/5", "/away"},
+			crawler:   Crawler{Client: fetch.New(fetch.Options{})},
+			wantStats: CrawlStats{Skipped: 2},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			site := crawlTestNewSite(t)
@@ -187,7 +211,11 @@ func TestFetch(t *testing.T) {
 				t.Errorf("requests (-want +got):\n%s", diff)
 			}
 			site.mu.Lock()
-			if diff := cmp.Diff(map[string]bool{tc.wantAgent: true}, site.agents); diff != "" {
+			wantAgents := map[string]bool{}
+			if tc.wantAgent != "" {
+				wantAgents[tc.wantAgent] = true
+			}
+			if diff := cmp.Diff(wantAgents, site.agents); diff != "" {
 				t.Errorf("user agents (-want +got):\n%s", diff)
 			}
 			site.mu.Unlock()
