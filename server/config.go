@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sitetools/sitetools/internal/fetch"
+	"github.com/sitetools/sitetools/internal/postgres"
 )
 
 // Config is the service's configuration, loaded from the environment once at start-up.
@@ -33,6 +34,10 @@ type Config struct {
 
 	AvailabilityConfig  string   // path of the schedule YAML; empty: no get_free_slots
 	AvailabilityICSURLs []string // busy-time calendar feeds
+
+	// Retention says how long the ledger, the embedding cache and idempotency keys are
+	// kept; serve prunes on one replica at a time (see postgres.DB.Prune).
+	Retention postgres.Retention
 
 	// Fetch configures the client of the crawler and the calendar feeds (FETCH_ALLOW_PRIVATE:
 	// true, or the non-public ranges allowed).
@@ -141,9 +146,14 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			MaxMessages:      l.integer("CHAT_MAX_MESSAGES", 40, 1, 500),
 			MaxChars:         l.integer("CHAT_MAX_CHARS", 20000, 100, 1_000_000),
 		},
-		AvailabilityConfig:     l.str("AVAILABILITY_CONFIG", ""),
-		AvailabilityICSURLs:    l.urls("AVAILABILITY_ICS_URLS"),
-		Fetch:                  l.fetchOptions("FETCH_ALLOW_PRIVATE"),
+		AvailabilityConfig:  l.str("AVAILABILITY_CONFIG", ""),
+		AvailabilityICSURLs: l.urls("AVAILABILITY_ICS_URLS"),
+		Fetch:               l.fetchOptions("FETCH_ALLOW_PRIVATE"),
+		Retention: postgres.Retention{
+			LedgerDays:            l.integer("LEDGER_RETENTION_DAYS", 400, 0, 100_000),
+			EmbeddingCacheDays:    l.integer("EMBEDDING_CACHE_TTL_DAYS", 30, 0, 100_000),
+			EmbeddingCacheMaxRows: l.integer("EMBEDDING_CACHE_MAX_ROWS", 100_000, 0, 1<<31-1),
+		},
 		MCPAllowedHosts:        l.hosts("MCP_ALLOWED_HOSTS"),
 		SitePagesDir:           l.str("SITE_PAGES_DIR", ""),
 		WebMCPWidgetPath:       l.str("WEBMCP_WIDGET_PATH", ""),

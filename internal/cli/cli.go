@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,6 +36,7 @@ commands:
   migrate    apply pending database migrations (DATABASE_URL)
   ingest     index the site's pages: --dir PATH --base-url URL, or --sitemap URL [--reindex]
   usage      paid usage and budgets of the last days [--days N]
+  prune      apply the retention now (serve does it every hour)
   appointments add|list|cancel   manage bookings (busy time for get_free_slots)
   version    print the version
 `
@@ -71,6 +73,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return appointmentsCmd(ctx, rest, stdout, stderr)
 	case "usage":
 		return usageCmd(ctx, rest, stdout)
+	case "prune":
+		return pruneCmd(ctx, rest, stdout)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "sitetools", Version())
 		return nil
@@ -169,7 +173,88 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		chatMode = "llm, tool mode " + cfg.Chat.ToolMode
 	}
 	logger.Info("starting", "version", Version(), "tools", len(app.Registry().Tools()), "chat", chatMode)
+	stopPruning := startPruning(ctx, db, cfg.Retention, logger, reg)
+	defer stopPruning()
 	return app.Run(ctx)
+}
+
+// pruneCmd applies the retention once, waiting for a run under way elsewhere to end.
+func pruneCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	if err := noFlags("prune", args); err != nil {
+		return err
+	}
+	cfg, err := configForTool()
+	if err != nil {
+		return err
+	}
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, 2)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	p, err := db.Prune(ctx, cfg.Retention, true)
+	if err != nil {
+		return err
+	}
+	r := cfg.Retention
+	rule := func(n int, format string) string {
+		if n == 0 {
+			return "kept"
+		}
+		return fmt.Sprintf(format, n)
+	}
+	fmt.Fprintf(stdout, "%-17s %8d deleted  (%s)\n", "ledger", p.Ledger, rule(r.LedgerDays, "older than %d days"))
+	fmt.Fprintf(stdout, "%-17s %8d deleted  (%s)\n", "budgets", p.Budgets, rule(r.LedgerDays, "older than %d days"))
+	fmt.Fprintf(stdout, "%-17s %8d deleted  (%s; %s)\n", "embedding_cache", p.EmbeddingCache,
+		rule(r.EmbeddingCacheDays, "unused for %d days"), rule(r.EmbeddingCacheMaxRows, "at most %d rows"))
+	fmt.Fprintf(stdout, "%-17s %8d deleted  (expired)\n", "idempotency_keys", p.Idempotency)
+	return nil
+}
+
+// pruneInterval is how often serve applies the retention.
+const pruneInterval = time.Hour
+
+// startPruning applies the retention now and every pruneInterval, on whichever replica
+// gets the lock, until the returned function is called; it waits for a run under way.
+func startPruning(ctx context.Context, db *postgres.DB, r postgres.Retention, logger *slog.Logger, reg prometheus.Registerer) (stop func()) {
+	deleted := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sitetools_retention_deleted_rows_total",
+		Help: "Rows the retention deleted, by table.",
+	}, []string{"table"})
+	runs := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sitetools_retention_runs_total",
+		Help: "Retention runs by outcome: ok, busy (another replica held the lock) or error.",
+	}, []string{"outcome"})
+	reg.MustRegister(deleted, runs)
+	for table := range (postgres.Pruned{}).Tables() {
+		deleted.WithLabelValues(table)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		db.PruneEvery(ctx, r, pruneInterval, func(p postgres.Pruned, err error) {
+			switch {
+			case errors.Is(err, postgres.ErrPruneBusy):
+				runs.WithLabelValues("busy").Inc()
+			case err != nil && ctx.Err() == nil:
+				runs.WithLabelValues("error").Inc()
+				logger.Warn("retention run failed", "err", err.Error())
+			case err == nil:
+				runs.WithLabelValues("ok").Inc()
+				args := []any{}
+				var total int64
+				for table, n := range p.Tables() {
+					deleted.WithLabelValues(table).Add(float64(n))
+					args, total = append(args, table, n), total+n
+				}
+				if total > 0 {
+					logger.Info("retention deleted rows", args...)
+				}
+			}
+		})
+	}()
+	return func() { cancel(); <-done }
 }
 
 // maxPersonaBytes bounds CHAT_PERSONA_FILE: it is sent with every chat request.

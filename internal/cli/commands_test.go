@@ -6,8 +6,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sitetools/sitetools/internal/cli"
+	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
 )
 
@@ -96,5 +98,64 @@ func TestIngestAppointmentsAndUsage(t *testing.T) {
 	out, err = run(t, "usage", "--days", "1")
 	if err != nil || !regexp.MustCompile(`embedding\s+ingest\s+ingest\s+28\s`).MatchString(out) {
 		t.Fatalf("usage: %q %v", out, err)
+	}
+}
+
+// TestRetention: `sitetools prune` applies the retention once, and serve applies it by
+// itself at start-up (and every hour after).
+func TestRetention(t *testing.T) {
+	url := pgtest.NewURL(t)
+	t.Setenv("DATABASE_URL", url)
+	if out, err := run(t, "migrate"); err != nil {
+		t.Fatalf("migrate: %q %v", out, err)
+	}
+	db, err := postgres.Open(context.Background(), url, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	ledgerRows := func() int {
+		var n int
+		if err := db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM ledger`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	addOld := func() {
+		if _, err := db.Pool.Exec(context.Background(), `INSERT INTO ledger (at, kind, channel, tool, model, tokens, cache_hit, outcome)
+			VALUES (now() - interval '11 days', 'llm', 'chat', 'chat', 'm', 1, false, 'ok'),
+			       (now() - interval '9 days', 'llm', 'chat', 'chat', 'm', 1, false, 'ok')`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("LEDGER_RETENTION_DAYS", "10")
+
+	addOld()
+	out, err := run(t, "prune")
+	if err != nil || !regexp.MustCompile(`ledger\s+1 deleted  \(older than 10 days\)`).MatchString(out) {
+		t.Fatalf("prune: %q %v", out, err)
+	}
+	if n := ledgerRows(); n != 1 {
+		t.Fatalf("%d ledger rows after prune; want 1", n)
+	}
+
+	addOld()
+	t.Setenv("LISTEN_ADDR", "127.0.0.1:0")
+	t.Setenv("ADMIN_LISTEN_ADDR", "off")
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		var out bytes.Buffer
+		served <- cli.Run(ctx, []string{"serve"}, &out, &out)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for tick := time.NewTicker(10 * time.Millisecond); ledgerRows() != 2; <-tick.C {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not prune within 30s: %d ledger rows", ledgerRows())
+		}
+	}
+	stop()
+	if err := <-served; err != nil {
+		t.Fatalf("serve: %v", err)
 	}
 }

@@ -133,9 +133,17 @@ func (q *QueryEmbedder) EmbedQuery(ctx context.Context, tool, query string) ([]f
 func (q *QueryEmbedder) load(ctx context.Context, key [32]byte, channel, tool, query string) (embedResult, error) {
 	model := q.Model()
 	var stored pgvector.Vector
-	err := q.opts.Pool.QueryRow(ctx, `SELECT embedding FROM embedding_cache WHERE key = $1 AND model = $2`, key[:], model).Scan(&stored)
+	var stale bool
+	err := q.opts.Pool.QueryRow(ctx, `SELECT embedding, used_at < now() - interval '1 day' FROM embedding_cache WHERE key = $1 AND model = $2`,
+		key[:], model).Scan(&stored, &stale)
 	switch {
 	case err == nil:
+		// Retention keeps what is used: mark the use, at most once a day per query.
+		if stale {
+			if _, err := q.opts.Pool.Exec(ctx, `UPDATE embedding_cache SET used_at = now() WHERE key = $1`, key[:]); err != nil {
+				q.opts.Logger.Warn("embedding cache touch failed", "err", err.Error())
+			}
+		}
 		v := stored.Slice()
 		q.cache.Add(key, v)
 		q.hits.WithLabelValues("database").Inc()
@@ -189,7 +197,7 @@ func (q *QueryEmbedder) load(ctx context.Context, key [32]byte, channel, tool, q
 	}
 	v := out.Vectors[0]
 	if _, err := q.opts.Pool.Exec(ctx, `INSERT INTO embedding_cache (key, model, embedding) VALUES ($1, $2, $3)
-		ON CONFLICT (key) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding, created_at = now()`,
+		ON CONFLICT (key) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding, created_at = now(), used_at = now()`,
 		key[:], model, pgvector.NewVector(v)); err != nil {
 		q.opts.Logger.Warn("embedding cache write failed", "err", err.Error())
 	}

@@ -1,0 +1,147 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Retention says how long the rows that grow with use are kept. A zero field keeps them.
+type Retention struct {
+	// LedgerDays keeps ledger rows (and daily budget rows) this many days
+	// (LEDGER_RETENTION_DAYS).
+	LedgerDays int
+	// EmbeddingCacheDays keeps a cached query embedding this many days after its last use
+	// (EMBEDDING_CACHE_TTL_DAYS).
+	EmbeddingCacheDays int
+	// EmbeddingCacheMaxRows keeps at most this many cached query embeddings, the most
+	// recently used (EMBEDDING_CACHE_MAX_ROWS).
+	EmbeddingCacheMaxRows int
+}
+
+// Pruned counts the rows one Prune deleted, per table.
+type Pruned struct {
+	Ledger         int64 `json:"ledger"`
+	Budgets        int64 `json:"budgets"`
+	EmbeddingCache int64 `json:"embedding_cache"`
+	Idempotency    int64 `json:"idempotency_keys"`
+}
+
+// Tables returns the counts by table name, for logs and metrics.
+func (p Pruned) Tables() map[string]int64 {
+	return map[string]int64{"ledger": p.Ledger, "budgets": p.Budgets, "embedding_cache": p.EmbeddingCache, "idempotency_keys": p.Idempotency}
+}
+
+// ErrPruneBusy is returned by a Prune that does not wait while another one (on another
+// replica, or `sitetools prune`) holds the lock.
+var ErrPruneBusy = errors.New("another process is pruning")
+
+// pruneLockKey is the advisory lock that lets one process prune at a time.
+const pruneLockKey int64 = 0x7369_7465_7072_756e // "siteprun" in ASCII
+
+// pruneBatch is how many rows one DELETE removes, so that no statement holds its locks
+// (or grows the WAL) for long.
+const pruneBatch = 5000
+
+// Prune deletes what the retention no longer keeps: ledger rows and budget days older
+// than LedgerDays, cached query embeddings unused for EmbeddingCacheDays and those beyond
+// the EmbeddingCacheMaxRows most recently used, and expired idempotency keys. Rows go in
+// batches, each its own statement, so a long backlog never blocks the service.
+//
+// One process prunes at a time, under a PostgreSQL advisory lock. With wait false, Prune
+// returns ErrPruneBusy at once if another holds it; with wait true it waits for it.
+func (db *DB) Prune(ctx context.Context, r Retention, wait bool) (Pruned, error) {
+	var out Pruned
+	conn, err := db.Pool.Acquire(ctx)
+	if err != nil {
+		return out, Wrap("postgres.Prune", err)
+	}
+	defer conn.Release()
+	if wait {
+		if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, pruneLockKey); err != nil {
+			return out, Wrap("postgres.Prune: lock", err)
+		}
+	} else {
+		var got bool
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, pruneLockKey).Scan(&got); err != nil {
+			return out, Wrap("postgres.Prune: lock", err)
+		}
+		if !got {
+			return out, ErrPruneBusy
+		}
+	}
+	defer func() {
+		// On a dead connection the lock went with the session.
+		unlockCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(unlockCtx, `SELECT pg_advisory_unlock($1)`, pruneLockKey); err != nil {
+			conn.Conn().Close(unlockCtx)
+		}
+	}()
+
+	batches := func(counter *int64, query string, args ...any) error {
+		for {
+			tag, err := conn.Exec(ctx, query, append(args, pruneBatch)...)
+			if err != nil {
+				return err
+			}
+			*counter += tag.RowsAffected()
+			if tag.RowsAffected() < pruneBatch {
+				return nil
+			}
+		}
+	}
+	var steps []func() error
+	if r.LedgerDays > 0 {
+		steps = append(steps,
+			func() error {
+				return batches(&out.Ledger, `DELETE FROM ledger WHERE id IN (
+					SELECT id FROM ledger WHERE at < now() - make_interval(days => $1) LIMIT $2)`, r.LedgerDays)
+			},
+			func() error {
+				return batches(&out.Budgets, `DELETE FROM budgets WHERE (day, kind) IN (
+					SELECT day, kind FROM budgets WHERE day < current_date - $1::int LIMIT $2)`, r.LedgerDays)
+			})
+	}
+	if r.EmbeddingCacheDays > 0 {
+		steps = append(steps, func() error {
+			return batches(&out.EmbeddingCache, `DELETE FROM embedding_cache WHERE key IN (
+				SELECT key FROM embedding_cache WHERE used_at < now() - make_interval(days => $1) LIMIT $2)`, r.EmbeddingCacheDays)
+		})
+	}
+	if r.EmbeddingCacheMaxRows > 0 {
+		steps = append(steps, func() error {
+			return batches(&out.EmbeddingCache, `DELETE FROM embedding_cache WHERE key IN (
+				SELECT key FROM embedding_cache ORDER BY used_at DESC, key OFFSET $1 LIMIT $2)`, r.EmbeddingCacheMaxRows)
+		})
+	}
+	steps = append(steps, func() error {
+		return batches(&out.Idempotency, `DELETE FROM idempotency_keys WHERE (tool, key_hash) IN (
+			SELECT tool, key_hash FROM idempotency_keys WHERE expires_at < now() LIMIT $1)`)
+	})
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return out, Wrap("postgres.Prune", err)
+		}
+	}
+	return out, nil
+}
+
+// PruneEvery runs Prune without waiting, now and then every interval until ctx ends, and
+// passes each outcome to report (ErrPruneBusy when another replica had the lock).
+func (db *DB) PruneEvery(ctx context.Context, r Retention, interval time.Duration, report func(Pruned, error)) {
+	if interval <= 0 {
+		panic(fmt.Sprintf("postgres.PruneEvery: interval %v", interval))
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		report(db.Prune(ctx, r, false))
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
