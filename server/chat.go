@@ -70,9 +70,13 @@ func (a *App) chatTurn(c echo.Context) error {
 
 	ctx := req.Context()
 	err = a.chat.Run(ctx, assistant.Turn{Messages: msgs, Client: client}, func(e assistant.Event) error {
+		if done, ok := e.Data.(assistant.Done); ok {
+			a.metrics.chatAnswers.WithLabelValues(done.Mode, done.Reason).Inc()
+		}
 		return stream.send(e.Name, e.Data)
 	})
 	if err != nil && ctx.Err() == nil && !stream.broken() {
+		a.metrics.chatAnswers.WithLabelValues("error", "internal").Inc()
 		a.logger.Error("chat turn failed", "err", err.Error())
 		_ = stream.send(assistant.EventError, assistant.Error{Code: tools.CodeInternal, Message: "internal error"})
 	}

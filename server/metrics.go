@@ -22,6 +22,9 @@ type metrics struct {
 	toolDuration *prometheus.HistogramVec
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
+	// chatAnswers counts finished chat turns by mode (llm, retrieval) and reason; a
+	// retrieval answer with a reason other than llm_not_configured is a degraded one.
+	chatAnswers *prometheus.CounterVec
 	// series caches the children of httpRequests and httpDuration: resolving labels
 	// costs more than counting.
 	series sync.Map // httpKey → httpSeries
@@ -61,8 +64,12 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help:    "Duration of HTTP requests by route template.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"route"}),
+		chatAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sitetools_chat_answers_total",
+			Help: "Chat turns answered, by mode (llm, retrieval) and reason (stop, max_tool_rounds, llm_not_configured, llm_budget_exhausted, llm_unavailable).",
+		}, []string{"mode", "reason"}),
 	}
-	m.reg.MustRegister(m.toolCalls, m.toolDuration, m.httpRequests, m.httpDuration,
+	m.reg.MustRegister(m.toolCalls, m.toolDuration, m.httpRequests, m.httpDuration, m.chatAnswers,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

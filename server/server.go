@@ -62,6 +62,9 @@ type Options struct {
 	ChatProvider assistant.Provider
 	// ChatPersona is the chat's persona and tone (empty: the built-in one).
 	ChatPersona string
+	// ProviderMetrics counts the paid calls of the chat's ledger (nil: new ones on
+	// Metrics). Pass the ones other ledgers use, so that all count in one place.
+	ProviderMetrics *costguard.ProviderMetrics
 }
 
 // New builds the service. It does not listen; see Run, or Handler for tests.
@@ -96,10 +99,17 @@ func New(cfg Config, opts Options) (*App, error) {
 			return nil, fmt.Errorf("server.New: %w", err)
 		}
 	}
+	providerMetrics := opts.ProviderMetrics
+	if providerMetrics == nil {
+		providerMetrics = costguard.NewProviderMetrics(a.metrics.reg)
+	}
+	a.metrics.reg.MustRegister(costguard.NewUsageCollector(opts.DB.Pool, map[string]int64{
+		"embedding": cfg.Embeddings.DailyTokenBudget, "llm": cfg.Chat.DailyTokenBudget,
+	}, logger))
 	chatOpts := assistant.Options{
 		Registry:        a.registry,
 		ToolMode:        cfg.Chat.ToolMode,
-		Ledger:          costguard.NewLedger(opts.DB.Pool),
+		Ledger:          costguard.NewLedger(opts.DB.Pool).WithMetrics(providerMetrics),
 		PricePerMTok:    cfg.Chat.PricePerMTok,
 		Persona:         opts.ChatPersona,
 		MaxToolRounds:   cfg.Chat.MaxToolRounds,

@@ -130,7 +130,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		logger.Warn("database not ready", "err", err.Error())
 	}
 	reg := prometheus.NewRegistry()
-	search, err := newSearch(ctx, cfg, db, logger, reg)
+	providerMetrics := costguard.NewProviderMetrics(reg)
+	search, err := newSearch(ctx, cfg, db, logger, reg, providerMetrics)
 	if err != nil {
 		return err
 	}
@@ -155,7 +156,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	app, err := server.New(cfg, server.Options{
 		DB: db, Logger: logger, Metrics: reg, Usage: usageWithLLM(search, db, cfg.Chat), Bookings: bookings,
-		ChatProvider: chat, ChatPersona: persona,
+		ChatProvider: chat, ChatPersona: persona, ProviderMetrics: providerMetrics,
 		Register: func(r *tools.Registry) error {
 			for _, t := range siteTools {
 				if err := r.Add(t); err != nil {

@@ -52,7 +52,7 @@ type searchParts struct {
 	tools  []tools.Tool
 }
 
-func newSearch(ctx context.Context, cfg server.Config, db *postgres.DB, logger *slog.Logger, reg prometheus.Registerer) (*searchParts, error) {
+func newSearch(ctx context.Context, cfg server.Config, db *postgres.DB, logger *slog.Logger, reg prometheus.Registerer, pm *costguard.ProviderMetrics) (*searchParts, error) {
 	embedder, err := newEmbedder(cfg.Embeddings, logger)
 	if err != nil {
 		return nil, fmt.Errorf("embeddings: %w", err)
@@ -69,7 +69,7 @@ func newSearch(ctx context.Context, cfg server.Config, db *postgres.DB, logger *
 	p := &searchParts{
 		store:  store,
 		budget: costguard.NewBudget(db.Pool, "embedding", cfg.Embeddings.DailyTokenBudget, nil),
-		ledger: costguard.NewLedger(db.Pool),
+		ledger: costguard.NewLedger(db.Pool).WithMetrics(pm),
 	}
 	qe, err := costguard.NewQueryEmbedder(costguard.QueryEmbedderOptions{
 		Pool: db.Pool, Embedder: embedder, Budget: p.budget, Ledger: p.ledger,

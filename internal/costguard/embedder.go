@@ -49,6 +49,8 @@ type QueryEmbedder struct {
 	cache *lru.Cache[[32]byte, []float32]
 	sf    singleflight.Group
 	hits  *prometheus.CounterVec
+	// degraded counts the searches that went without a query vector, by reason.
+	degraded *prometheus.CounterVec
 }
 
 // NewQueryEmbedder checks opts and returns a QueryEmbedder.
@@ -74,9 +76,18 @@ func NewQueryEmbedder(opts QueryEmbedderOptions) (*QueryEmbedder, error) {
 		Name: "sitetools_embedding_queries_total",
 		Help: "Query embeddings by where they came from: memory, database (shared cache), provider, or degraded.",
 	}, []string{"source"})
+	q.degraded = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sitetools_search_degraded_total",
+		Help: "Searches answered from full-text only, by reason (embedding_budget_exhausted, embedding_unavailable).",
+	}, []string{"reason"})
+	for _, reason := range []string{DegradedBudget, DegradedUnavailable} {
+		q.degraded.WithLabelValues(reason)
+	}
 	if opts.Registerer != nil {
-		if err := opts.Registerer.Register(q.hits); err != nil {
-			return nil, fmt.Errorf("costguard.NewQueryEmbedder: %w", err)
+		for _, c := range []prometheus.Collector{q.hits, q.degraded} {
+			if err := opts.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("costguard.NewQueryEmbedder: %w", err)
+			}
 		}
 	}
 	return q, nil
@@ -126,6 +137,9 @@ func (q *QueryEmbedder) EmbedQuery(ctx context.Context, tool, query string) ([]f
 			return nil, "", r.Err
 		}
 		res := r.Val.(embedResult)
+		if res.degraded != "" {
+			q.degraded.WithLabelValues(res.degraded).Inc()
+		}
 		return res.vec, res.degraded, nil
 	}
 }

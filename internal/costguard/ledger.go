@@ -24,11 +24,19 @@ type Entry struct {
 
 // Ledger records paid calls in PostgreSQL.
 type Ledger struct {
-	pool *pgxpool.Pool
+	pool    *pgxpool.Pool
+	metrics *ProviderMetrics
 }
 
 // NewLedger returns a ledger on pool.
 func NewLedger(pool *pgxpool.Pool) *Ledger { return &Ledger{pool: pool} }
+
+// WithMetrics makes the ledger count what it records in m (nil: not counted), and returns
+// it.
+func (l *Ledger) WithMetrics(m *ProviderMetrics) *Ledger {
+	l.metrics = m
+	return l
+}
 
 // Record writes e. It outlives a cancelled caller: a call that was paid for is recorded.
 func (l *Ledger) Record(ctx context.Context, e Entry) error {
@@ -37,6 +45,7 @@ func (l *Ledger) Record(ctx context.Context, e Entry) error {
 	if e.Channel == "" {
 		e.Channel = "internal"
 	}
+	l.metrics.observe(e) // the call happened, whether or not its row can be written
 	_, err := l.pool.Exec(ctx, `INSERT INTO ledger (kind, channel, tool, model, tokens, cost_usd, cache_hit, outcome)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 		e.Kind, e.Channel, e.Tool, e.Model, e.Tokens, e.CostUSD, e.CacheHit, e.Outcome)

@@ -1,0 +1,56 @@
+package deploy_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sitetools/sitetools/deploy/grafana"
+)
+
+// TestGrafanaDashboard: the dashboard is well formed, every panel's query parses with
+// Prometheus' parser and selects series sitetools exports, and it shows what an operator
+// asks first. test/e2e checks the same names against a live scrape.
+func TestGrafanaDashboard(t *testing.T) {
+	onDisk, err := os.ReadFile(filepath.Join(root(t), "deploy", "grafana", "sitetools.json"))
+	if err != nil || string(onDisk) != string(grafana.Dashboard) {
+		t.Fatalf("the embedded dashboard is not deploy/grafana/sitetools.json: %v", err)
+	}
+	queries, err := grafana.Queries(grafana.Dashboard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := seriesNames(t)
+	used := map[string]bool{}
+	for _, q := range queries {
+		names, err := grafana.MetricNames(q.Expr)
+		if err != nil {
+			t.Errorf("panel %q, query %s: %v", q.Panel, q.RefID, err)
+			continue
+		}
+		if len(names) == 0 {
+			t.Errorf("panel %q, query %s selects no series", q.Panel, q.RefID)
+		}
+		for _, n := range names {
+			used[n] = true
+			if !series[n] {
+				t.Errorf("panel %q, query %s selects %q, which sitetools does not export", q.Panel, q.RefID, n)
+			}
+		}
+	}
+	for topic, name := range map[string]string{
+		"cost today":                 "sitetools_cost_today_usd",
+		"cost per day":               "sitetools_provider_cost_usd_total",
+		"budget left":                "sitetools_budget_remaining_tokens",
+		"calls per tool and channel": "sitetools_tool_calls_total",
+		"p95 latency":                "sitetools_tool_call_duration_seconds_bucket",
+		"429s and 503s":              "sitetools_http_requests_total",
+		"degraded searches":          "sitetools_search_degraded_total",
+		"degraded chat answers":      "sitetools_chat_answers_total",
+		"provider calls and errors":  "sitetools_provider_calls_total",
+	} {
+		if !used[name] {
+			t.Errorf("no panel shows %s (%s)", topic, name)
+		}
+	}
+}

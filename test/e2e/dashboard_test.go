@@ -1,0 +1,180 @@
+package e2e_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/sitetools/sitetools/deploy/grafana"
+	"github.com/sitetools/sitetools/internal/llm/llmtest"
+	"github.com/sitetools/sitetools/internal/postgres/pgtest"
+)
+
+// TestDashboardMetricsAreLive runs the binary through a scripted session (searches past
+// the embedding budget, a chat turn, calls past the rate limit) and scrapes its admin
+// listener: every metric a Grafana panel names is in the scrape, with the values the
+// session must have left.
+func TestDashboardMetricsAreLive(t *testing.T) {
+	const adminToken = "dashboard-admin-token-0123"
+	embeddings := llmtest.NewServer(t, 64)
+	chat := llmtest.NewChatServer(t)
+	chat.Script(llmtest.Say("We are open Monday to Friday."))
+	dir := t.TempDir()
+	vars := map[string]string{
+		"DATABASE_URL":                  pgtest.NewURL(t),
+		"LISTEN_ADDR":                   "unix:" + filepath.Join(dir, "public.sock"),
+		"ADMIN_LISTEN_ADDR":             "unix:" + filepath.Join(dir, "admin.sock"),
+		"ADMIN_TOKEN":                   adminToken,
+		"RATE_LIMIT_PER_MINUTE":         "8",
+		"EMBEDDINGS_PROVIDER":           "openai",
+		"EMBEDDINGS_BASE_URL":           embeddings.BaseURL(),
+		"EMBEDDINGS_MODEL":              "fake-embedding",
+		"EMBEDDINGS_DIMENSIONS":         "64",
+		"EMBEDDINGS_DAILY_TOKEN_BUDGET": "20",
+		"EMBEDDINGS_PRICE_PER_MTOK":     "20",
+		"LLM_BASE_URL":                  chat.BaseURL(),
+		"LLM_MODEL":                     "fake-model",
+		"LLM_DAILY_TOKEN_BUDGET":        "100000",
+		"LLM_PRICE_PER_MTOK":            "5",
+	}
+	runCmd(t, vars, "ingest", "--dir", filepath.Join(repoRoot(), "deploy", "demo", "site"), "--base-url", "https://example.com")
+	p := start(t, vars, "serve")
+	public := unixClient(filepath.Join(dir, "public.sock"))
+	waitReady(t, p, public)
+
+	// Searches: the first ones are embedded, then the budget of 20 tokens is spent.
+	degraded := 0
+	for i := range 6 {
+		reason, err := search(public, fmt.Sprintf("opening hours question %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reason != "" {
+			degraded++
+		}
+	}
+	if degraded == 0 || degraded == 6 {
+		t.Fatalf("%d of 6 searches degraded; want some embedded and some over the budget", degraded)
+	}
+	// One chat turn, answered by the model.
+	resp, err := public.Post("http://sitetools/api/chat", "application/json",
+		strings.NewReader(`{"consent":true,"messages":[{"role":"user","content":"When are you open?"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(stream), `"mode":"llm"`) {
+		t.Fatalf("chat: %d %s", resp.StatusCode, stream)
+	}
+	// Past the rate limit of 8 tool calls a minute: 429s.
+	limited := 0
+	for range 4 {
+		if _, err := search(public, "pricing"); err != nil {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Fatal("no call was rate limited")
+	}
+
+	families := scrape(t, filepath.Join(dir, "admin.sock"), adminToken)
+	queries, err := grafana.Queries(grafana.Dashboard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range queries {
+		names, err := grafana.MetricNames(q.Expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if _, ok := families[n]; !ok {
+				t.Errorf("panel %q selects %s, which the live scrape lacks", q.Panel, n)
+			}
+		}
+	}
+
+	value := func(name string, labels map[string]string) float64 {
+		t.Helper()
+		f, ok := families[name]
+		if !ok {
+			t.Fatalf("no %s in the scrape", name)
+		}
+	metrics:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
+					continue metrics
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				return m.GetGauge().GetValue()
+			}
+		}
+		t.Fatalf("no %s%v in the scrape", name, labels)
+		return 0
+	}
+	embedded := float64(6 - degraded)
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		ok     func(float64) bool
+		want   string
+	}{
+		// The searches embedded, and the chat's own look-up, if its query was not over the budget.
+		{"sitetools_provider_calls_total", map[string]string{"kind": "embedding", "outcome": "ok"}, func(v float64) bool { return v == embedded || v == embedded+1 }, fmt.Sprint(embedded, " or ", embedded+1)},
+		{"sitetools_provider_calls_total", map[string]string{"kind": "llm", "outcome": "ok"}, func(v float64) bool { return v == 1 }, "1"},
+		{"sitetools_search_degraded_total", map[string]string{"reason": "embedding_budget_exhausted"}, func(v float64) bool { return v >= float64(degraded) }, fmt.Sprint("at least ", degraded)},
+		{"sitetools_chat_answers_total", map[string]string{"mode": "llm", "reason": "stop"}, func(v float64) bool { return v == 1 }, "1"},
+		{"sitetools_budget_limit_tokens", map[string]string{"kind": "embedding"}, func(v float64) bool { return v == 20 }, "20"},
+		{"sitetools_budget_remaining_tokens", map[string]string{"kind": "embedding"}, func(v float64) bool { return v >= 0 && v < 20 }, "less than 20"},
+		{"sitetools_budget_used_tokens", map[string]string{"kind": "llm"}, func(v float64) bool { return v > 0 }, "more than 0"},
+		{"sitetools_cost_today_usd", map[string]string{"kind": "llm"}, func(v float64) bool { return v > 0 }, "more than 0"},
+		{"sitetools_provider_cost_usd_total", map[string]string{"kind": "embedding"}, func(v float64) bool { return v > 0 }, "more than 0"},
+		{"sitetools_http_requests_total", map[string]string{"status": "429"}, func(v float64) bool { return v == float64(limited) }, fmt.Sprint(limited)},
+	} {
+		if v := value(c.name, c.labels); !c.ok(v) {
+			t.Errorf("%s%v = %v; want %s", c.name, c.labels, v, c.want)
+		}
+	}
+}
+
+// scrape reads the admin listener's /metrics into metric families by series name; a
+// histogram's _bucket, _sum and _count are listed under their own names too.
+func scrape(t *testing.T, sock, token string) map[string]*dto.MetricFamily {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://sitetools/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := unixClient(sock).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: status %d", resp.StatusCode)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range families {
+		if f.GetType() == dto.MetricType_HISTOGRAM {
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				families[name+suffix] = f
+			}
+		}
+	}
+	return families
+}
