@@ -277,7 +277,8 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	runRate := s.run.MatchString(rateName)
 	runHNSW := s.run.MatchString(hnswName)
-	if len(selected) == 0 && len(deployed) == 0 && !runRate && !runHNSW {
+	runTokens := s.run.MatchString(tokensName)
+	if len(selected) == 0 && len(deployed) == 0 && !runRate && !runHNSW && !runTokens {
 		return fmt.Errorf("no scenario matches -run %q", s.run)
 	}
 
@@ -293,6 +294,12 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer pprof.StopCPUProfile()
 	}
 
+	if runTokens {
+		// First, on a quiet process: it times single calls.
+		if rep.tokens, err = measureTokens(); err != nil {
+			return fmt.Errorf("%s: %w", tokensName, err)
+		}
+	}
 	rep.command = command(adminURL, args)
 	rep.s = s
 	rep.catalog = len(cat.JSON)
@@ -373,6 +380,11 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		if s.strict && !r.pass() {
 			errs = append(errs, fmt.Errorf("%s: ratio %.2f misses the goal %s", r.sc.name, r.ratio(), r.goalText()))
+		}
+	}
+	for _, r := range rep.tokens {
+		if s.strict && !r.pass() {
+			errs = append(errs, fmt.Errorf("%s, %s: median %s misses the goal %s", tokensName, r.name, r.median, tokensGoal))
 		}
 	}
 	for _, h := range rep.hnsw {

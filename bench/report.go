@@ -141,6 +141,7 @@ type report struct {
 	catalog int // bytes of the catalog JSON
 	results []result
 	hnsw    []*hnswResult // none: not run
+	tokens  []tokensRow   // none: not run
 	// deployed are the runs on subprocesses; rate the rate-limit scenario (nil: not run).
 	deployed []deployedRow
 	rate     *rateResult
@@ -182,6 +183,10 @@ func (rep report) text() string {
 	if rep.rate != nil {
 		next()
 		rep.rate.text(&b)
+	}
+	if len(rep.tokens) > 0 {
+		next()
+		tokensText(&b, rep.tokens)
 	}
 	for _, h := range rep.hnsw {
 		next()

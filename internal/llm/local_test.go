@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
 )
 
 func newLocal(t testing.TB, dims int) *Local {
@@ -326,7 +327,7 @@ func BenchmarkLocalEmbedQuery(b *testing.B) {
 
 func BenchmarkLoadTokenizer(b *testing.B) {
 	for b.Loop() {
-		if _, err := loadEncoding(); err != nil {
+		if _, err := tiktokenloader.NewOfflineLoader().LoadTiktokenBpe("cl100k_base.tiktoken"); err != nil {
 			b.Fatal(err)
 		}
 	}
