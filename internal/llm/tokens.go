@@ -89,6 +89,9 @@ func CountTokens(text string) int {
 			for cut > 0 && !utf8.RuneStart(piece[cut]) {
 				cut--
 			}
+			if cut == 0 {
+				cut = maxPiece // not UTF-8: any place will do
+			}
 			n += mergeCount(piece[:cut], r)
 			piece = piece[cut:]
 		}

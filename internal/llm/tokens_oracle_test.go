@@ -78,9 +78,10 @@ func TestCountTokensAgreesWithTiktoken(t *testing.T) {
 }
 
 // FuzzCountTokens: on any valid UTF-8 text of up to 64 bytes (no piece longer than the
-// parts CountTokens merges), the count is tiktoken's.
+// parts CountTokens merges), the count is tiktoken's; on any other input it ends, with
+// no more tokens than bytes.
 func FuzzCountTokens(f *testing.F) {
-	for _, seed := range []string{"hello world", "I'll", ".\u0301.\u0301", "a\u0301b", "  \n\t x", "1234567", "😀👍🏽", "\u00a0\u3000", "'S'", "a\x00b"} {
+	for _, seed := range []string{"hello world", "I'll", ".\u0301.\u0301", "a\u0301b", "  \n\t x", "1234567", "😀👍🏽", "\u00a0\u3000", "'S'", "a\x00b", strings.Repeat("\x80", 200)} {
 		f.Add(seed)
 	}
 	tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader())
@@ -90,6 +91,10 @@ func FuzzCountTokens(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, text string) {
 		if len(text) > 64 || !utf8.ValidString(text) {
+			// Any bytes at all: an answer, and never more tokens than bytes.
+			if n := llm.CountTokens(text); n < 0 || n > len(text) {
+				t.Errorf("CountTokens(%q) = %d for %d bytes", text, n, len(text))
+			}
 			return
 		}
 		if want, got := len(enc.EncodeOrdinary(text)), llm.CountTokens(text); got != want {

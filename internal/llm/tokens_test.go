@@ -57,6 +57,9 @@ func TestCountTokensLongRuns(t *testing.T) {
 		// tokenizer
 		{text: strings.Repeat(".\u0301", size/3)},
 		{text: strings.Repeat("!\u0301?", size/4)},
+		// not UTF-8: continuation bytes only, and bytes that start no character
+		{text: strings.Repeat("\x80", size)},
+		{text: strings.Repeat("\xff\xfe", size/2)},
 	} {
 		t.Run("", func(t *testing.T) {
 			if n := llm.CountTokens(tc.text); n <= 0 || tc.wantCount != 0 && n != tc.wantCount {
