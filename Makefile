@@ -33,8 +33,9 @@ test: build
 	@url=$$($(PG) start) && \
 	  deploy/dev/proxies.sh && \
 	  { deploy/dev/browser.sh >.browser-setup.log 2>&1 & browser=$$!; } && \
-	  $(GO) vet ./... && \
+	  $(GO) vet ./... && (cd deploy && $(GO) vet ./...) && \
 	  TEST_DATABASE_URL=$$url $(GO) test -race -count=1 -timeout 15m ./... && \
+	  (cd deploy && $(GO) test -race -count=1 ./...) && \
 	  { wait $$browser || { cat .browser-setup.log >&2; echo "deploy/dev/browser.sh failed" >&2; exit 1; }; } && \
 	  cd server/web && node --test test/*.test.js && \
 	  TEST_DATABASE_URL=$$url SITETOOLS_BIN=$(CURDIR)/bin/sitetools node --test --test-concurrency=1 --test-timeout=300000 e2e/*.e2e.test.js
@@ -52,8 +53,9 @@ bench:
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
-	$(GO) vet ./...
+	$(GO) vet ./... && (cd deploy && $(GO) vet ./...)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	cd deploy && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 pg-stop:
 	@$(PG) stop

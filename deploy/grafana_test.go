@@ -3,6 +3,8 @@ package deploy_test
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"testing"
 
 	"github.com/sitetools/sitetools/deploy/grafana"
@@ -31,6 +33,10 @@ func TestGrafanaDashboard(t *testing.T) {
 		if len(names) == 0 {
 			t.Errorf("panel %q, query %s selects no series", q.Panel, q.RefID)
 		}
+		if !slices.Equal(names, sitetoolsNames.FindAllString(q.Expr, -1)) {
+			t.Errorf("panel %q, query %s: selects %v, but its sitetools_ names read off the text are %v (test/e2e reads them so)",
+				q.Panel, q.RefID, names, sitetoolsNames.FindAllString(q.Expr, -1))
+		}
 		for _, n := range names {
 			used[n] = true
 			if !series[n] {
@@ -54,3 +60,6 @@ func TestGrafanaDashboard(t *testing.T) {
 		}
 	}
 }
+
+// sitetoolsNames is how test/e2e reads the metric names off a query.
+var sitetoolsNames = regexp.MustCompile(`\bsitetools_[a-z0-9_]+\b`)
