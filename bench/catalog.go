@@ -10,15 +10,12 @@ import (
 
 // registerTools adds a realistic catalog: the seven tools of DESIGN.md, with schemas
 // and descriptions of the size the real ones have, so the listing weighs what it will
-// in production (about 6 KB). The real tools given (search_site and get_page, built as
-// serve builds them) come first, in the order serve registers them; the stubs stand in
-// for the tools that have not landed yet, and the GET scenarios never call them.
-func registerTools(r *tools.Registry, real []tools.Tool) error {
+// in production (about 6 KB). The real tools app.Build registered (search_site and
+// get_page, as serve builds them) stay; the stubs stand in for the others, and the GET
+// scenarios never call them.
+func registerTools(r *tools.Registry) error {
 	have := map[string]bool{}
-	for _, t := range real {
-		if err := r.Add(t); err != nil {
-			return err
-		}
+	for _, t := range r.Tools() {
 		have[t.Name] = true
 	}
 	for _, t := range catalog() {

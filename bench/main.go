@@ -195,7 +195,7 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer svc.close()
-	cat := svc.app.Registry().Catalog()
+	cat := svc.svc.HTTP.Registry().Catalog()
 	bare, bareAddr, err := serve(bareCatalog(cat), baselineLabel)
 	if err != nil {
 		return err

@@ -15,11 +15,11 @@ import (
 	"github.com/pgvector/pgvector-go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sitetools/sitetools/internal/app"
 	"github.com/sitetools/sitetools/internal/costguard"
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/server"
-	"github.com/sitetools/sitetools/tools"
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
 
@@ -37,67 +37,13 @@ func searchScenarioName(conns int) string {
 	return fmt.Sprintf("POST /api/chat/tools search_site, %d conn (cached embedding)", conns)
 }
 
-// searchParts is search_site's machinery, built with the constructors and options
-// internal/cli's newSearch uses for serve.
-type searchParts struct {
-	store  *sitesearch.Store
-	budget *costguard.Budget
-	ledger *costguard.Ledger
-	qe     *costguard.QueryEmbedder
-	dims   int
-	tools  []tools.Tool
-}
-
 // newEmbedder is serve's embedder for the configuration the bench runs with: the
 // offline local one, so that no run spends money or depends on a network.
 func newEmbedder(cfg server.Embeddings) (llm.Embedder, error) {
 	if cfg.Provider != "local" {
 		return nil, fmt.Errorf("the bench runs search with the local embedder, not %q", cfg.Provider)
 	}
-	return llm.NewLocal(cfg.Dimensions)
-}
-
-func newSearch(ctx context.Context, cfg server.Config, db *postgres.DB, logger *slog.Logger, reg prometheus.Registerer) (*searchParts, error) {
-	embedder, err := newEmbedder(cfg.Embeddings)
-	if err != nil {
-		return nil, err
-	}
-	store := sitesearch.NewStore(db, embedder.Dimensions())
-	if err := store.CheckModel(ctx, embedder.Model(), embedder.Dimensions()); err != nil {
-		return nil, err
-	}
-	p := &searchParts{
-		store:  store,
-		budget: costguard.NewBudget(db.Pool, "embedding", cfg.Embeddings.DailyTokenBudget, nil),
-		ledger: costguard.NewLedger(db.Pool),
-		dims:   embedder.Dimensions(),
-	}
-	p.qe, err = costguard.NewQueryEmbedder(costguard.QueryEmbedderOptions{
-		Pool: db.Pool, Embedder: embedder, Budget: p.budget, Ledger: p.ledger,
-		PricePerMTok: cfg.Embeddings.PricePerMTok, Timeout: cfg.Embeddings.Timeout,
-		Logger: logger, Registerer: reg,
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.tools, err = sitesearch.Tools(sitesearch.Options{
-		Store: store, Embedder: p.qe,
-		MaxQueryChars: cfg.Search.MaxQueryChars, MaxQueryTokens: cfg.Search.MaxQueryTokens,
-	})
-	return p, err
-}
-
-// report is the admin usage report, as serve wires it (the bench has no admin listener).
-func (p *searchParts) report(ctx context.Context, days int) (any, error) {
-	today, err := p.budget.Today(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := p.ledger.Report(ctx, days)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"budgets": []costguard.Usage{today}, "ledger": rows}, nil
+	return app.NewEmbedder(cfg, nil)
 }
 
 // ingestDemo ingests the demo site as `sitetools ingest --dir deploy/demo/site` does.
@@ -147,11 +93,11 @@ func searchScenario(ctx context.Context, svc *service, base *postgres.DB, conns 
 	if _, err := searchViaAPI(subject); err != nil {
 		return scenario{}, fmt.Errorf("search_site warm-up: %w", err)
 	}
-	vec, degraded, err := svc.search.qe.EmbedQuery(ctx, "search_site", searchQuery)
+	vec, degraded, err := svc.svc.Search.Embedder.EmbedQuery(ctx, "search_site", searchQuery)
 	if err != nil || vec == nil {
 		return scenario{}, fmt.Errorf("search_site: the cached query vector: %v (degraded %q)", err, degraded)
 	}
-	sql, v := sitesearch.SearchSQL(svc.search.dims), pgvector.NewVector(vec)
+	sql, v := sitesearch.SearchSQL(svc.cfg.Embeddings.Dimensions), pgvector.NewVector(vec)
 	direct := func(ctx context.Context) ([]sitesearch.Hit, error) {
 		rows, err := base.Pool.Query(ctx, sql, searchQuery, v, searchLimit, "", "")
 		if err != nil {
@@ -182,7 +128,7 @@ func searchScenario(ctx context.Context, svc *service, base *postgres.DB, conns 
 		subject:  subject,
 		baseline: baseline,
 		check: func() ([]string, error) {
-			b, err := embeddingSources(svc.metrics)
+			b, err := embeddingSources(svc.svc.Metrics)
 			if err != nil {
 				return nil, err
 			}
@@ -207,7 +153,7 @@ func searchScenario(ctx context.Context, svc *service, base *postgres.DB, conns 
 				"(query %q, limit %d)", len(want), strings.Join(pages, ", "), searchQuery, searchLimit)}, nil
 		},
 		after: func() []string {
-			after, err := embeddingSources(svc.metrics)
+			after, err := embeddingSources(svc.svc.Metrics)
 			if err != nil {
 				return []string{"query embeddings: " + err.Error()}
 			}

@@ -13,12 +13,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sitetools/sitetools/internal/app"
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/server"
-	"github.com/sitetools/sitetools/tools"
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
 
@@ -63,18 +62,16 @@ func createDatabase(ctx context.Context, adminURL, name string) (string, error) 
 	return u.String(), nil
 }
 
-// service is the real sitetools public API, built as `sitetools serve` builds it (search
-// tools included, on the demo site ingested as `make demo` does) and served on a
-// loopback TCP port.
+// service is the real sitetools public API, built by app.Build as `sitetools serve` builds
+// it (search tools included, on the demo site ingested as `make demo` does) and served on
+// a loopback TCP port.
 type service struct {
-	app     *server.App
-	db      *postgres.DB
-	cfg     server.Config
-	search  *searchParts
-	metrics *prometheus.Registry
-	ingest  sitesearch.IngestStats
-	srv     *http.Server
-	addr    string
+	svc    *app.Service
+	db     *postgres.DB
+	cfg    server.Config
+	ingest sitesearch.IngestStats
+	srv    *http.Server
+	addr   string
 }
 
 func startService(ctx context.Context, dbURL, label string) (*service, error) {
@@ -108,26 +105,17 @@ func startService(ctx context.Context, dbURL, label string) (*service, error) {
 		db.Close()
 		return nil, fmt.Errorf("startService: %w", err)
 	}
-	reg := prometheus.NewRegistry()
-	search, err := newSearch(ctx, cfg, db, logger, reg)
+	svc, err := app.Build(ctx, cfg, app.Options{DB: db, Logger: logger, Register: registerTools})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("startService: %w", err)
 	}
-	app, err := server.New(cfg, server.Options{
-		DB: db, Logger: logger, Metrics: reg, Usage: search.report,
-		Register: func(r *tools.Registry) error { return registerTools(r, search.tools) },
-	})
+	srv, addr, err := serve(svc.HTTP.Handler(), label)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("startService: %w", err)
 	}
-	srv, addr, err := serve(app.Handler(), label)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("startService: %w", err)
-	}
-	return &service{app: app, db: db, cfg: cfg, search: search, metrics: reg, ingest: ingest, srv: srv, addr: addr}, nil
+	return &service{svc: svc, db: db, cfg: cfg, ingest: ingest, srv: srv, addr: addr}, nil
 }
 
 func (s *service) close() {

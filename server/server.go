@@ -62,6 +62,8 @@ type Options struct {
 	ChatProvider assistant.Provider
 	// ChatPersona is the chat's persona and tone (empty: the built-in one).
 	ChatPersona string
+	// ChatBudget is the chat model's daily budget (nil: one from the configuration).
+	ChatBudget *costguard.Budget
 	// ProviderMetrics counts the paid calls of the chat's ledger (nil: new ones on
 	// Metrics). Pass the ones other ledgers use, so that all count in one place.
 	ProviderMetrics *costguard.ProviderMetrics
@@ -119,7 +121,10 @@ func New(cfg Config, opts Options) (*App, error) {
 	}
 	if opts.ChatProvider != nil {
 		chatOpts.Provider = opts.ChatProvider
-		chatOpts.Budget = costguard.NewBudget(opts.DB.Pool, "llm", cfg.Chat.DailyTokenBudget, nil)
+		chatOpts.Budget = opts.ChatBudget
+		if chatOpts.Budget == nil {
+			chatOpts.Budget = costguard.NewBudget(opts.DB.Pool, "llm", cfg.Chat.DailyTokenBudget, nil)
+		}
 	}
 	chat, err := assistant.New(chatOpts)
 	if err != nil {

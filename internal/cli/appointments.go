@@ -6,45 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/sitetools/sitetools/internal/postgres"
-	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools"
 	"github.com/sitetools/sitetools/tools/appointments"
 )
-
-// newAvailability returns get_free_slots for the configured schedule, or nil when no
-// schedule is configured.
-func newAvailability(ctx context.Context, cfg server.Config, db *postgres.DB, logger *slog.Logger) (*appointments.Availability, func(), error) {
-	if cfg.AvailabilityConfig == "" {
-		return nil, func() {}, nil
-	}
-	f, err := os.Open(cfg.AvailabilityConfig)
-	if err != nil {
-		return nil, nil, fmt.Errorf("AVAILABILITY_CONFIG: %w", err)
-	}
-	defer f.Close()
-	sched, err := appointments.LoadSchedule(f)
-	if err != nil {
-		return nil, nil, fmt.Errorf("AVAILABILITY_CONFIG %s:\n  %s", cfg.AvailabilityConfig, strings.ReplaceAll(err.Error(), "\n", "\n  "))
-	}
-	sources := []appointments.BusySource{appointments.NewBookings(db)}
-	closeFeeds := func() {}
-	if len(cfg.AvailabilityICSURLs) > 0 {
-		feeds, err := newICSFeeds(ctx, cfg.AvailabilityICSURLs, cfg.Fetch, logger)
-		if err != nil {
-			return nil, nil, fmt.Errorf("AVAILABILITY_ICS_URLS: %w", err)
-		}
-		sources = append(sources, feeds)
-		closeFeeds = feeds.Close
-	}
-	return &appointments.Availability{Schedule: sched, Sources: sources}, closeFeeds, nil
-}
 
 func appointmentsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	const help = "usage: sitetools appointments add --start T --end T [--title S] [--attendee S] [--notes S] [--key K]\n" +

@@ -2,12 +2,10 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -15,98 +13,15 @@ import (
 	"time"
 
 	"github.com/mattn/go-isatty"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/sitetools/sitetools/internal/app"
 	"github.com/sitetools/sitetools/internal/costguard"
 	"github.com/sitetools/sitetools/internal/fetch"
-	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/server"
-	"github.com/sitetools/sitetools/tools"
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
-
-// newEmbedder returns the configured embedding provider.
-func newEmbedder(cfg server.Embeddings, logger *slog.Logger) (llm.Embedder, error) {
-	switch cfg.Provider {
-	case "openai":
-		return llm.NewOpenAI(llm.OpenAIOptions{
-			BaseURL:    cfg.BaseURL,
-			APIKey:     cfg.APIKey,
-			Model:      cfg.Model,
-			Dimensions: cfg.Dimensions,
-			Timeout:    cfg.Timeout,
-			Logger:     logger,
-		})
-	default:
-		return llm.NewLocal(cfg.Dimensions)
-	}
-}
-
-// searchParts is search_site's machinery, shared by serve and the usage report.
-type searchParts struct {
-	store  *sitesearch.Store
-	budget *costguard.Budget
-	ledger *costguard.Ledger
-	tools  []tools.Tool
-}
-
-func newSearch(ctx context.Context, cfg server.Config, db *postgres.DB, logger *slog.Logger, reg prometheus.Registerer, pm *costguard.ProviderMetrics) (*searchParts, error) {
-	embedder, err := newEmbedder(cfg.Embeddings, logger)
-	if err != nil {
-		return nil, fmt.Errorf("embeddings: %w", err)
-	}
-	store := sitesearch.NewStore(db, embedder.Dimensions())
-	if err := store.CheckModel(ctx, embedder.Model(), embedder.Dimensions()); err != nil {
-		var mismatch *sitesearch.ErrModelMismatch
-		if errors.As(err, &mismatch) {
-			return nil, err
-		}
-		// The database is down: the check runs again at ingest; serve and recover.
-		logger.Warn("could not check the search index's model", "err", err.Error())
-	}
-	p := &searchParts{
-		store:  store,
-		budget: costguard.NewBudget(db.Pool, "embedding", cfg.Embeddings.DailyTokenBudget, nil),
-		ledger: costguard.NewLedger(db.Pool).WithMetrics(pm),
-	}
-	qe, err := costguard.NewQueryEmbedder(costguard.QueryEmbedderOptions{
-		Pool: db.Pool, Embedder: embedder, Budget: p.budget, Ledger: p.ledger,
-		PricePerMTok: cfg.Embeddings.PricePerMTok, Timeout: cfg.Embeddings.Timeout,
-		Logger: logger, Registerer: reg,
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.tools, err = sitesearch.Tools(sitesearch.Options{
-		Store: store, Embedder: qe,
-		MaxQueryChars: cfg.Search.MaxQueryChars, MaxQueryTokens: cfg.Search.MaxQueryTokens,
-	})
-	return p, err
-}
-
-// usageReport is the admin usage report: the ledger by day, channel and tool, and
-// today's budget.
-type usageReport struct {
-	Budgets []costguard.Usage     `json:"budgets"`
-	Ledger  []costguard.ReportRow `json:"ledger"`
-}
-
-func (p *searchParts) report(ctx context.Context, days int) (any, error) {
-	today, err := p.budget.Today(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := p.ledger.Report(ctx, days)
-	if err != nil {
-		return nil, err
-	}
-	if rows == nil {
-		rows = []costguard.ReportRow{}
-	}
-	return usageReport{Budgets: []costguard.Usage{today}, Ledger: rows}, nil
-}
 
 // configForTool loads the configuration for a command that does not serve: the admin
 // listener is not needed, so neither is its token.
@@ -153,7 +68,7 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := db.Ready(ctx); err != nil {
 		return fmt.Errorf("database: %w", err)
 	}
-	embedder, err := newEmbedder(cfg.Embeddings, logger)
+	embedder, err := app.NewEmbedder(cfg.Embeddings, logger)
 	if err != nil {
 		return fmt.Errorf("embeddings: %w", err)
 	}

@@ -289,7 +289,8 @@ func TestLimits(t *testing.T) {
 			t.Errorf("GET 1000 bytes with a limit of 1000: %d bytes, %v", len(body), err)
 		}
 	}
-	if _, err := get(t, c, stalled.URL); err == nil || !strings.Contains(err.Error(), "Client.Timeout") {
+	var timeout interface{ Timeout() bool }
+	if _, err := get(t, c, stalled.URL); !errors.Is(err, context.DeadlineExceeded) && !(errors.As(err, &timeout) && timeout.Timeout()) {
 		t.Errorf("a stalled body: %v; want the client's timeout", err)
 	}
 }

@@ -1,0 +1,166 @@
+// Package app is sitetools' composition root: Build turns a configuration into the
+// running parts (database pool, embedder, budgets, ledgers, the tools, the chat's model
+// and the HTTP application), and Run serves them with the retention beside. serve, the
+// bench and the end-to-end tests all build the service here, so that there is one wiring.
+package app
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sitetools/sitetools/internal/costguard"
+	"github.com/sitetools/sitetools/internal/postgres"
+	"github.com/sitetools/sitetools/server"
+	"github.com/sitetools/sitetools/tools"
+	"github.com/sitetools/sitetools/tools/appointments"
+)
+
+// Options are what Build needs beside the configuration. The zero value builds everything
+// from the configuration.
+type Options struct {
+	Logger *slog.Logger // nil discards
+	// DB is the pool to use; nil opens one from the configuration, which Close closes.
+	DB *postgres.DB
+	// Metrics is where every part registers its metrics; nil: a registry of its own.
+	Metrics *prometheus.Registry
+	// Register adds tools after the configured ones (the bench's realistic catalog).
+	Register func(*tools.Registry) error
+}
+
+// Service is sitetools as serve runs it.
+type Service struct {
+	Config  server.Config
+	DB      *postgres.DB
+	Metrics *prometheus.Registry
+	// HTTP is the application: routes, channels and the registry they share.
+	HTTP *server.App
+	// Search is search_site's machinery.
+	Search *Search
+	// LLMBudget is the chat model's daily budget, shared by the chat and the usage report.
+	LLMBudget *costguard.Budget
+
+	logger  *slog.Logger
+	closers []func()
+}
+
+// Build builds the service. It connects to nothing that may be down: with the database
+// unreachable it still builds, and /readyz reports it until the database returns.
+func Build(ctx context.Context, cfg server.Config, opts Options) (svc *Service, err error) {
+	s := &Service{Config: cfg, DB: opts.DB, Metrics: opts.Metrics, logger: opts.Logger}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	if s.Metrics == nil {
+		s.Metrics = prometheus.NewRegistry()
+	}
+	if s.DB == nil {
+		if s.DB, err = postgres.Open(ctx, cfg.DatabaseURL, cfg.DatabaseMaxConns); err != nil {
+			return nil, err
+		}
+		s.closers = append(s.closers, s.DB.Close)
+	}
+	if err := s.DB.Ready(ctx); err != nil {
+		// Serve anyway: /readyz reports it, and the service recovers when the database does.
+		s.logger.Warn("database not ready", "err", err.Error())
+	}
+	providerMetrics := costguard.NewProviderMetrics(s.Metrics)
+	if s.Search, err = newSearch(ctx, cfg, s.DB, s.logger, s.Metrics, providerMetrics); err != nil {
+		return nil, err
+	}
+	avail, closeFeeds, err := newAvailability(ctx, cfg, s.DB, s.logger)
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, closeFeeds)
+	siteTools := slices.Clone(s.Search.Tools)
+	var bookings *appointments.Bookings
+	if avail != nil {
+		t, err := avail.Tool()
+		if err != nil {
+			return nil, err
+		}
+		siteTools = append(siteTools, t)
+		bookings = appointments.NewBookings(s.DB)
+	}
+	chat, persona, err := newChat(cfg.Chat, s.logger)
+	if err != nil {
+		return nil, err
+	}
+	s.LLMBudget = costguard.NewBudget(s.DB.Pool, "llm", cfg.Chat.DailyTokenBudget, nil)
+	s.HTTP, err = server.New(cfg, server.Options{
+		DB: s.DB, Logger: s.logger, Metrics: s.Metrics, Usage: s.Usage, Bookings: bookings,
+		ChatProvider: chat, ChatPersona: persona, ChatBudget: s.LLMBudget, ProviderMetrics: providerMetrics,
+		Register: func(r *tools.Registry) error {
+			for _, t := range siteTools {
+				if err := r.Add(t); err != nil {
+					return err
+				}
+			}
+			if opts.Register != nil {
+				return opts.Register(r)
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Run serves until ctx is done, applying the retention every hour on whichever replica
+// gets the lock.
+func (s *Service) Run(ctx context.Context) error {
+	stop := startPruning(ctx, s.DB, s.Config.Retention, s.logger, s.Metrics)
+	defer stop()
+	return s.HTTP.Run(ctx)
+}
+
+// Close releases what Build opened, in reverse order.
+func (s *Service) Close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+	s.closers = nil
+}
+
+// UsageReport is the admin usage report: the ledger by day, channel and tool, and
+// today's budgets.
+type UsageReport struct {
+	Budgets []costguard.Usage     `json:"budgets"`
+	Ledger  []costguard.ReportRow `json:"ledger"`
+}
+
+// Usage reports paid usage of the last days days and today's budgets, for the admin API
+// and `sitetools usage`.
+func (s *Service) Usage(ctx context.Context, days int) (any, error) {
+	return usage(ctx, s.Search, s.LLMBudget, days)
+}
+
+func usage(ctx context.Context, search *Search, llmBudget *costguard.Budget, days int) (UsageReport, error) {
+	var r UsageReport
+	for _, b := range []*costguard.Budget{search.Budget, llmBudget} {
+		today, err := b.Today(ctx)
+		if err != nil {
+			return r, err
+		}
+		r.Budgets = append(r.Budgets, today)
+	}
+	rows, err := search.Ledger.Report(ctx, days)
+	if err != nil {
+		return r, err
+	}
+	r.Ledger = rows
+	if r.Ledger == nil {
+		r.Ledger = []costguard.ReportRow{}
+	}
+	return r, nil
+}

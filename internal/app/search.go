@@ -1,0 +1,78 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sitetools/sitetools/internal/costguard"
+	"github.com/sitetools/sitetools/internal/llm"
+	"github.com/sitetools/sitetools/internal/postgres"
+	"github.com/sitetools/sitetools/server"
+	"github.com/sitetools/sitetools/tools"
+	"github.com/sitetools/sitetools/tools/sitesearch"
+)
+
+// NewEmbedder returns the configured embedding provider.
+func NewEmbedder(cfg server.Embeddings, logger *slog.Logger) (llm.Embedder, error) {
+	switch cfg.Provider {
+	case "openai":
+		return llm.NewOpenAI(llm.OpenAIOptions{
+			BaseURL:    cfg.BaseURL,
+			APIKey:     cfg.APIKey,
+			Model:      cfg.Model,
+			Dimensions: cfg.Dimensions,
+			Timeout:    cfg.Timeout,
+			Logger:     logger,
+		})
+	default:
+		return llm.NewLocal(cfg.Dimensions)
+	}
+}
+
+// Search is search_site's machinery: the index, the embedder behind the cost guard, the
+// embedding budget and ledger, and the tools (search_site, get_page).
+type Search struct {
+	Store    *sitesearch.Store
+	Embedder *costguard.QueryEmbedder
+	Budget   *costguard.Budget
+	Ledger   *costguard.Ledger
+	Tools    []tools.Tool
+}
+
+func newSearch(ctx context.Context, cfg server.Config, db *postgres.DB, logger *slog.Logger, reg prometheus.Registerer, pm *costguard.ProviderMetrics) (*Search, error) {
+	embedder, err := NewEmbedder(cfg.Embeddings, logger)
+	if err != nil {
+		return nil, fmt.Errorf("embeddings: %w", err)
+	}
+	store := sitesearch.NewStore(db, embedder.Dimensions())
+	if err := store.CheckModel(ctx, embedder.Model(), embedder.Dimensions()); err != nil {
+		var mismatch *sitesearch.ErrModelMismatch
+		if errors.As(err, &mismatch) {
+			return nil, err
+		}
+		// The database is down: the check runs again at ingest; serve and recover.
+		logger.Warn("could not check the search index's model", "err", err.Error())
+	}
+	s := &Search{
+		Store:  store,
+		Budget: costguard.NewBudget(db.Pool, "embedding", cfg.Embeddings.DailyTokenBudget, nil),
+		Ledger: costguard.NewLedger(db.Pool).WithMetrics(pm),
+	}
+	s.Embedder, err = costguard.NewQueryEmbedder(costguard.QueryEmbedderOptions{
+		Pool: db.Pool, Embedder: embedder, Budget: s.Budget, Ledger: s.Ledger,
+		PricePerMTok: cfg.Embeddings.PricePerMTok, Timeout: cfg.Embeddings.Timeout,
+		Logger: logger, Registerer: reg,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Tools, err = sitesearch.Tools(sitesearch.Options{
+		Store: store, Embedder: s.Embedder,
+		MaxQueryChars: cfg.Search.MaxQueryChars, MaxQueryTokens: cfg.Search.MaxQueryTokens,
+	})
+	return s, err
+}
