@@ -32,7 +32,7 @@ const heartbeatEvery = 15 * time.Second
 // assistant for the events), and a failure is an error event that ends the stream.
 func (a *App) chatTurn(c echo.Context) error {
 	req := c.Request()
-	c.Set(ctxChannel, "chat")
+	c.Set(ctxChannel, string(tools.ChannelChat))
 	if !isJSON(req.Header.Get("Content-Type")) {
 		return tools.Errorf(tools.CodeUnsupportedMediaType, "send the request body as application/json")
 	}
@@ -78,7 +78,8 @@ func (a *App) chatTurn(c echo.Context) error {
 	if err != nil && ctx.Err() == nil && !stream.broken() {
 		a.metrics.chatAnswers.WithLabelValues("error", "internal").Inc()
 		a.logger.Error("chat turn failed", "err", err.Error())
-		_ = stream.send(assistant.EventError, assistant.Error{Code: tools.CodeInternal, Message: "internal error"})
+		public := tools.Internal(err).Public()
+		_ = stream.send(assistant.EventError, assistant.Error{Code: public.Code, Message: public.Message})
 	}
 	return nil
 }
@@ -144,7 +145,7 @@ func parseChatBody(body []byte, caps Chat) ([]assistant.Message, error) {
 	// Field names match exactly, as on every endpoint (encoding/json alone would
 	// accept "MESSAGES").
 	if field, ok := unexpectedField(trimmed); !ok {
-		return malformed("unknown field %q: only conversationId, messages and consent are allowed, and role and content in a message", clip(field, 64))
+		return malformed("unknown field %q: only conversationId, messages and consent are allowed, and role and content in a message", tools.Truncate(field, 64))
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
@@ -153,10 +154,10 @@ func parseChatBody(body []byte, caps Chat) ([]assistant.Message, error) {
 		var typeErr *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &typeErr):
-			return malformed("%q has the wrong type: want %s", clip(typeErr.Field, 64), typeName(typeErr.Type.Kind().String()))
+			return malformed("%q has the wrong type: want %s", tools.Truncate(typeErr.Field, 64), typeName(typeErr.Type.Kind().String()))
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			return malformed("unknown field %s: only conversationId, messages and consent are allowed, and role and content in a message",
-				clip(strings.TrimPrefix(err.Error(), "json: unknown field "), 64))
+				tools.Truncate(strings.TrimPrefix(err.Error(), "json: unknown field "), 64))
 		}
 		return malformed("request body does not have the shape %s", shape)
 	}

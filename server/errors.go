@@ -74,9 +74,7 @@ func writeError(c echo.Context, logger *slog.Logger, err error) error {
 		// The cause may name hosts or queries of ours but never request content.
 		logger.Error("request failed", "route", c.Path(), "code", e.Code, "err", errString(e))
 	}
-	if e.Code == tools.CodeInternal {
-		e = &tools.Error{Code: tools.CodeInternal, Message: "internal error"}
-	}
+	e = e.Public()
 	if e.RetryAfter > 0 {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}
@@ -108,7 +106,7 @@ func toolsError(err error) *tools.Error {
 		case http.StatusUnauthorized:
 			return tools.Errorf(tools.CodeUnauthorized, "missing or wrong bearer token")
 		}
-		return &tools.Error{Code: tools.CodeInternal, Message: "internal error", Err: err}
+		return tools.Internal(err)
 	}
 	return tools.AsError(err)
 }

@@ -84,8 +84,8 @@ func (m *mcpChannel) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		e := tools.AsError(err)
 		if e.Code == tools.CodeInternal {
 			m.a.logger.Error("tool call failed", "tool", req.Params.Name, "channel", "mcp", "err", errString(e))
-			e = &tools.Error{Code: tools.CodeInternal, Message: "internal error"}
 		}
+		e = e.Public()
 		msg := e.Message
 		if e.RetryAfter > 0 {
 			msg += fmt.Sprintf(" (retry after %d seconds)", int(math.Ceil(e.RetryAfter.Seconds())))
@@ -120,7 +120,7 @@ func describeDetail(d tools.Detail) string {
 func (a *App) serveMCP(c echo.Context) error {
 	c.Set(ctxChannel, "mcp")
 	req := c.Request()
-	ctx := tools.WithRequest(req.Context(), tools.Request{Channel: "mcp", Client: c.RealIP()})
+	ctx := tools.WithRequest(req.Context(), tools.Request{Channel: tools.ChannelMCP, Client: c.RealIP()})
 	a.mcp.current().ServeHTTP(c.Response(), req.WithContext(ctx))
 	return nil
 }
@@ -150,7 +150,7 @@ func (a *App) checkMCPHost(next echo.HandlerFunc) echo.HandlerFunc {
 		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 			return next(c)
 		}
-		return tools.Errorf(tools.CodeOriginNotAllowed, "host %q is not allowed here; if a reverse proxy on this machine passes it on, add it to MCP_ALLOWED_HOSTS", clip(host, 64))
+		return tools.Errorf(tools.CodeOriginNotAllowed, "host %q is not allowed here; if a reverse proxy on this machine passes it on, add it to MCP_ALLOWED_HOSTS", tools.Truncate(host, 64))
 	}
 }
 

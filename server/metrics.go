@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"strconv"
 	"sync"
@@ -84,12 +85,9 @@ func (m *metrics) intercept(ctx context.Context, call *tools.Call, next tools.In
 	case res.IsError:
 		outcome = "tool_error"
 	}
-	channel := call.Request.Channel
-	if channel == "" {
-		channel = "internal"
-	}
-	m.toolCalls.WithLabelValues(call.Tool.Name, channel, outcome).Inc()
-	m.toolDuration.WithLabelValues(call.Tool.Name, channel).Observe(time.Since(start).Seconds())
+	channel := cmp.Or(call.Request.Channel, tools.ChannelInternal)
+	m.toolCalls.WithLabelValues(call.Tool.Name, string(channel), outcome).Inc()
+	m.toolDuration.WithLabelValues(call.Tool.Name, string(channel)).Observe(time.Since(start).Seconds())
 	return res, err
 }
 

@@ -83,7 +83,7 @@ func (a *App) recoverer(next echo.HandlerFunc) echo.HandlerFunc {
 					panic(p)
 				}
 				a.logger.Error("handler panicked", "route", c.Path(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-				err = &tools.Error{Code: tools.CodeInternal, Message: "internal error", Err: fmt.Errorf("panic: %v", p)}
+				err = tools.Internal(fmt.Errorf("panic: %v", p))
 			}
 		}()
 		return next(c)
@@ -157,7 +157,7 @@ func (a *App) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
 func methodNotAllowed(allow string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		c.Response().Header().Set("Allow", allow)
-		return tools.Errorf(tools.CodeMethodNotAllowed, "method %s is not allowed on this route; allowed: %s", clip(c.Request().Method, 16), allow)
+		return tools.Errorf(tools.CodeMethodNotAllowed, "method %s is not allowed on this route; allowed: %s", tools.Truncate(c.Request().Method, 16), allow)
 	}
 }
 

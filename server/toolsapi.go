@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -31,7 +30,7 @@ func (a *App) listTools(c echo.Context) error {
 // MCP-shaped result, or an error in the one error shape.
 func (a *App) callTool(c echo.Context) error {
 	req := c.Request()
-	c.Set(ctxChannel, "webmcp")
+	c.Set(ctxChannel, string(tools.ChannelWebMCP))
 	if !isJSON(req.Header.Get("Content-Type")) {
 		return tools.Errorf(tools.CodeUnsupportedMediaType, "send the request body as application/json")
 	}
@@ -47,7 +46,7 @@ func (a *App) callTool(c echo.Context) error {
 		c.Set(ctxTool, name) // only names of real tools reach the log
 	}
 	ctx := tools.WithRequest(req.Context(), tools.Request{
-		Channel:        "webmcp",
+		Channel:        tools.ChannelWebMCP,
 		Client:         c.RealIP(),
 		IdempotencyKey: req.Header.Get("Idempotency-Key"),
 	})
@@ -98,7 +97,7 @@ func parseCallBody(body []byte) (string, json.RawMessage, error) {
 	}
 	for k := range fields {
 		if k != "name" && k != "arguments" {
-			return malformed("unknown field %q: only \"name\" and \"arguments\" are allowed", clip(k, 64))
+			return malformed("unknown field %q: only \"name\" and \"arguments\" are allowed", tools.Truncate(k, 64))
 		}
 	}
 	rawName, ok := fields["name"]
@@ -131,11 +130,4 @@ func etagMatches(header, etag string) bool {
 		}
 	}
 	return false
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return fmt.Sprintf("%s…", s[:n])
 }

@@ -54,6 +54,20 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// Public is what a caller may see of e: an internal error says only "internal error"
+// (its cause is for the logs); any other error is shown as it is.
+func (e *Error) Public() *Error {
+	if e.Code == CodeInternal {
+		return &Error{Code: CodeInternal, Message: "internal error"}
+	}
+	return e
+}
+
+// Internal is an internal error with its cause, which only the logs show.
+func Internal(cause error) *Error {
+	return &Error{Code: CodeInternal, Message: "internal error", Err: cause}
+}
+
 // Errorf returns an *Error with the given code and a formatted message.
 func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
@@ -75,7 +89,7 @@ func AsError(err error) *Error {
 	if errors.As(err, &e) && e.Code != "" {
 		return e
 	}
-	return &Error{Code: CodeInternal, Message: "internal error", Err: err}
+	return Internal(err)
 }
 
 // ErrorCode returns the code of err, "internal" if it has none, "" for nil.

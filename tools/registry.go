@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Annotations are hints about a tool's behaviour, as MCP defines them. They are all
@@ -69,10 +70,27 @@ func (t *Tool) Definition() Definition {
 	}
 }
 
+// Channel names the way a call reached the registry, in metrics, the ledger and the
+// idempotency scope.
+type Channel string
+
+// The channels.
+const (
+	// ChannelWebMCP is POST /api/chat/tools: the page's WebMCP bridge, the relay and any
+	// same-origin caller.
+	ChannelWebMCP Channel = "webmcp"
+	// ChannelMCP is remote MCP at /mcp.
+	ChannelMCP Channel = "mcp"
+	// ChannelChat is the site chat's own tool calls.
+	ChannelChat Channel = "chat"
+	// ChannelInternal is a call from inside the process (no Request in the context).
+	ChannelInternal Channel = "internal"
+)
+
 // Request describes who is calling, for rate limits, idempotency and metrics. It
 // travels in the context; see WithRequest.
 type Request struct {
-	Channel        string // "http", "mcp", "chat"
+	Channel        Channel
 	Client         string // rate-limit key (a client address); never logged
 	IdempotencyKey string
 }
@@ -281,7 +299,7 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 	e, ok := r.tools[name]
 	r.mu.RUnlock()
 	if !ok {
-		return nil, &Error{Code: CodeUnknownTool, Message: fmt.Sprintf("no tool named %q; list the tools to see what exists", truncate(name, 64))}
+		return nil, &Error{Code: CodeUnknownTool, Message: fmt.Sprintf("no tool named %q; list the tools to see what exists", Truncate(name, 64))}
 	}
 	args, err := canonicalArguments(args)
 	if err != nil {
@@ -309,7 +327,7 @@ func (r *Registry) run(ctx context.Context, e *entry, args json.RawMessage) (res
 	defer func() {
 		if p := recover(); p != nil {
 			r.logger.Error("tool panicked", "tool", e.tool.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			res, err = nil, &Error{Code: CodeInternal, Message: "internal error", Err: fmt.Errorf("panic: %v", p)}
+			res, err = nil, Internal(fmt.Errorf("panic: %v", p))
 		}
 	}()
 	res, err = e.tool.Handler(ctx, args)
@@ -320,7 +338,7 @@ func (r *Registry) run(ctx context.Context, e *entry, args json.RawMessage) (res
 		return nil, err
 	}
 	if res == nil {
-		return nil, &Error{Code: CodeInternal, Message: "internal error", Err: errors.New("handler returned no result")}
+		return nil, Internal(errors.New("handler returned no result"))
 	}
 	if res.Content == nil {
 		res.Content = []Content{}
@@ -328,10 +346,10 @@ func (r *Registry) run(ctx context.Context, e *entry, args json.RawMessage) (res
 	if e.output != nil && !res.IsError {
 		sc, err := json.Marshal(res.StructuredContent)
 		if err != nil {
-			return nil, &Error{Code: CodeInternal, Message: "internal error", Err: fmt.Errorf("structured content: %w", err)}
+			return nil, Internal(fmt.Errorf("structured content: %w", err))
 		}
 		if details := e.output.validate(sc); len(details) > 0 {
-			return nil, &Error{Code: CodeInternal, Message: "internal error", Err: fmt.Errorf("%s: result does not match its output schema: %v", e.tool.Name, details)}
+			return nil, Internal(fmt.Errorf("%s: result does not match its output schema: %v", e.tool.Name, details))
 		}
 	}
 	return res, nil
@@ -413,7 +431,7 @@ func numberProblem(n string) string {
 	if i := strings.IndexAny(n, "eE"); i >= 0 {
 		exp, err := strconv.Atoi(strings.TrimPrefix(n[i+1:], "+"))
 		if err != nil || exp > maxNumberExponent || exp < -maxNumberExponent {
-			return fmt.Sprintf("the exponent of %s is beyond ±%d", truncate(n, 32), maxNumberExponent)
+			return fmt.Sprintf("the exponent of %s is beyond ±%d", Truncate(n, 32), maxNumberExponent)
 		}
 	}
 	return ""
@@ -463,9 +481,13 @@ func describe(d Detail) string {
 	return d.Pointer + ": " + d.Message
 }
 
-func truncate(s string, n int) string {
+// Truncate cuts s to at most n bytes, at a character boundary, marking a cut with "…".
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

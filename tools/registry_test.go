@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -162,7 +163,7 @@ func TestInterceptorsRunInOrderAroundValidation(t *testing.T) {
 	var trace []string
 	mk := func(name string) tools.Interceptor {
 		return func(ctx context.Context, call *tools.Call, next tools.Invoker) (*tools.Result, error) {
-			trace = append(trace, name+">"+tools.RequestFrom(ctx).Channel)
+			trace = append(trace, name+">"+string(tools.RequestFrom(ctx).Channel))
 			res, err := next(ctx, call)
 			trace = append(trace, "<"+name+":"+tools.ErrorCode(err))
 			return res, err
@@ -252,6 +253,21 @@ func TestArgumentsRefuseNULAndHugeNumbers(t *testing.T) {
 	for _, ok := range []string{`{"limit":1e400}`, `{"limit":-1.5e-400}`, `{"q":"no nul here \\u0000 as text"}`, `{"n":` + long[:64] + `}`} {
 		if _, err := r.Call(context.Background(), "t", json.RawMessage(ok)); err != nil {
 			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}
+
+// TestTruncate cuts at a character boundary: an error message quoting a long input never
+// carries half a character.
+func TestTruncate(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"abc", "abc"},
+		{"äöüß", "ä…"}, // 8 bytes cut at 3: the second character would be split
+		{"abcdef", "abc…"},
+		{"😀😀", "…"}, // 8 bytes cut at 3: no whole character fits
+	} {
+		if got := tools.Truncate(tc.in, 3); got != tc.want || !utf8.ValidString(got) {
+			t.Errorf("Truncate(%q, 3) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

@@ -152,7 +152,7 @@ func (a *Assistant) Run(ctx context.Context, turn Turn, emit func(Event) error) 
 	if n := len(turn.Messages); n == 0 || turn.Messages[n-1].Role != RoleUser {
 		return errors.New("assistant.Run: the last message must be the visitor's")
 	}
-	t := &turnState{a: a, emitFn: emit, req: tools.Request{Channel: "chat", Client: turn.Client}, seen: map[string]bool{}}
+	t := &turnState{a: a, emitFn: emit, req: tools.Request{Channel: tools.ChannelChat, Client: turn.Client}, seen: map[string]bool{}}
 	if a.opts.Provider == nil {
 		return t.retrieve(ctx, turn, ReasonNotConfigured)
 	}
@@ -535,8 +535,8 @@ func (t *turnState) call(ctx context.Context, name string, args json.RawMessage)
 		e := tools.AsError(err)
 		if e.Code == tools.CodeInternal {
 			t.a.opts.Logger.Error("tool call failed", "tool", name, "channel", "chat", "err", e.Error())
-			e = &tools.Error{Code: tools.CodeInternal, Message: "internal error"}
 		}
+		e = e.Public()
 		r := errorResult(e)
 		switch e.Code {
 		case tools.CodeInvalidArguments, tools.CodeMalformedRequest, tools.CodeUnknownTool:

@@ -127,7 +127,7 @@ func (q *QueryEmbedder) EmbedQuery(ctx context.Context, tool, query string) ([]f
 	ch := q.sf.DoChan(string(key[:]), func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.opts.Timeout+5*time.Second)
 		defer cancel()
-		return q.load(ctx, key, req.Channel, tool, query)
+		return q.load(ctx, key, string(req.Channel), tool, query)
 	})
 	select {
 	case <-ctx.Done():

@@ -47,7 +47,7 @@ func (s *IdempotencyStore) Interceptor(ctx context.Context, call *tools.Call, ne
 	}
 	// The key is the caller's: scoped by the channel and the client (its rate-limit key),
 	// so that nobody else can use up, replay or block it. Only the hash is stored.
-	keyHash := sha256.Sum256([]byte(call.Request.Channel + "\x00" + call.Request.Client + "\x00" + key))
+	keyHash := sha256.Sum256([]byte(string(call.Request.Channel) + "\x00" + call.Request.Client + "\x00" + key))
 	argsHash := sha256.Sum256(call.Arguments)
 
 	claimed, stored, err := s.claim(ctx, call.Tool.Name, keyHash[:], argsHash[:])
