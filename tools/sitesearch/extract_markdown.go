@@ -10,8 +10,8 @@ import (
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/parser"
 	gmhtml "github.com/yuin/goldmark/renderer/html"
-	"golang.org/x/net/html"
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/net/html"
 )
 
 type extractMeta struct {
