@@ -1,0 +1,254 @@
+// Package arch_test keeps the shape of the code that docs/architecture.md describes: which
+// package may import which, and how large a file and a function may grow.
+package arch_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/sitetools/sitetools"
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// goFile is one parsed Go file of the module (deploy/ is a module of its own and is left
+// out, as are node_modules and dot folders).
+type goFile struct {
+	rel  string // slash path from the repository root
+	pkg  string // the package's import path below the module, "." for the root
+	test bool
+	fset *token.FileSet
+	ast  *ast.File
+}
+
+func goFiles(t *testing.T) []goFile {
+	t.Helper()
+	root := repoRoot()
+	var out []goFile
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (name == "node_modules" || name == "testdata" || strings.HasPrefix(name, ".") || name == "deploy") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly|parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		if full, err := parser.ParseFile(fset, path, nil, 0); err == nil {
+			f.Decls = full.Decls
+		}
+		out = append(out, goFile{rel: rel, pkg: filepath.ToSlash(filepath.Dir(rel)), test: strings.HasSuffix(name, "_test.go"), fset: fset, ast: f})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) < 50 {
+		t.Fatalf("found %d Go files; is the root right?", len(out))
+	}
+	return out
+}
+
+// imports returns the module's own packages a file imports, as paths below the
+// module ("internal/postgres"), and the others in full.
+func imports(f goFile) (own, other []string) {
+	for _, spec := range f.ast.Imports {
+		p, _ := strconv.Unquote(spec.Path.Value)
+		if rest, ok := strings.CutPrefix(p, module+"/"); ok {
+			own = append(own, rest)
+		} else {
+			other = append(other, p)
+		}
+	}
+	return own, other
+}
+
+func under(pkg, prefix string) bool { return pkg == prefix || strings.HasPrefix(pkg, prefix+"/") }
+
+// TestImportDirection: the dependencies point one way, from the command line to the
+// HTTP application to the tools and the storage, never back (docs/architecture.md).
+func TestImportDirection(t *testing.T) {
+	type rule struct {
+		from, to string // package prefixes
+		why      string
+	}
+	forbidden := []rule{
+		{"tools", "server", "tools know nothing of HTTP"},
+		{"tools", "github.com/labstack/echo/v4", "tools know nothing of HTTP"},
+		{"tools", "internal/app", "the composition root builds tools, not the other way"},
+		{"tools", "internal/cli", "the command line is the outermost layer"},
+		{"tools", "internal/assistant", "the chat uses tools, not the other way"},
+		{"internal/llm", "server", "the provider clients are leaves"},
+		{"internal/llm", "tools", "the provider clients are leaves"},
+		{"internal/llm", "internal/postgres", "the provider clients are leaves"},
+		{"internal/fetch", "", "the outbound client is a leaf"},
+		{"internal/postgres", "server", "storage knows nothing of HTTP"},
+		{"internal/postgres", "internal/app", "storage is built by the root"},
+		{"internal/costguard", "server", "the cost guard knows nothing of HTTP"},
+		{"internal/assistant", "server", "the chat loop knows nothing of HTTP"},
+		{"internal/assistant", "internal/postgres", "the chat loop reaches storage through its ledger and budget"},
+		{"server", "internal/app", "the root builds the HTTP application, not the other way"},
+		{"server", "internal/cli", "the command line is the outermost layer"},
+		{"internal/app", "internal/cli", "the command line is the outermost layer"},
+	}
+	// Exceptions that exist today; each is to go, never to grow (issue 15: storage named
+	// after its dependency, in internal/postgres, behind interfaces the tools declare).
+	known := map[string]bool{
+		"tools/sitesearch -> internal/postgres":   true,
+		"tools/appointments -> internal/postgres": true,
+	}
+	forbidden = append(forbidden, rule{"tools", "internal/postgres", "tools declare the storage they need; internal/postgres implements it"})
+	seen := map[string]bool{}
+	for _, f := range goFiles(t) {
+		if f.test {
+			continue
+		}
+		own, other := imports(f)
+		for _, r := range forbidden {
+			if !under(f.pkg, r.from) {
+				continue
+			}
+			for _, imp := range own {
+				if r.to == "" && !under(imp, f.pkg) || r.to != "" && under(imp, r.to) {
+					key := f.pkg + " -> " + imp
+					if known[key] {
+						seen[key] = true
+						continue
+					}
+					t.Errorf("%s imports %s: %s", f.rel, imp, r.why)
+				}
+			}
+			for _, imp := range other {
+				if r.to != "" && r.to == imp {
+					t.Errorf("%s imports %s: %s", f.rel, imp, r.why)
+				}
+			}
+		}
+		// Only the command line builds the service from main, and only the root and the
+		// bench use the root.
+		for _, imp := range own {
+			if imp == "internal/cli" && f.pkg != "." {
+				t.Errorf("%s imports internal/cli: only main does", f.rel)
+			}
+			if imp == "internal/app" && !slices.Contains([]string{"internal/cli", "bench"}, f.pkg) {
+				t.Errorf("%s imports internal/app: only the command line and the bench build the service", f.rel)
+			}
+		}
+	}
+	for key := range known {
+		if !seen[key] {
+			t.Errorf("the known exception %q is gone: remove it from the list", key)
+		}
+	}
+}
+
+// TestSizes: no non-test Go file is over 500 lines, and no function over 80 lines of code
+// (lines inside composite literals, which hold table data, do not count). The functions
+// longer than that today are listed with their length; each may only shrink.
+func TestSizes(t *testing.T) {
+	long := map[string]int{
+		"test/faults/sigterm_test.go TestSIGTERMUnderLoad":          370,
+		"test/faults/outage_test.go TestDatabaseOutageUnderLoad":    213,
+		"bench/main.go realMain":                                    213,
+		"server/contract_test.go TestContract":                      161,
+		"server/chat_test.go TestChatNativeParallel":                130,
+		"test/faults/chat_test.go TestChatProviderFaults":           115,
+		"test/e2e/budget_test.go TestReplicasShareOneBudget":        108,
+		"internal/cli/appointments.go appointmentsCmd":              103,
+		"internal/llm/llmtest/chat.go stream":                       98,
+		"test/e2e/dashboard_test.go TestDashboardMetricsAreLive":    96,
+		"server/chat.go parseChatBody":                              96,
+		"bench/hnsw_data.go ensureVectors":                          95,
+		"test/e2e/socket_test.go TestUnixSocket":                    94,
+		"internal/assistant/assistant.go converse":                  94,
+		"bench/ratelimit.go paced":                                  93,
+		"bench/slots.go slotsScenario":                              92,
+		"tools/sitesearch/crawl.go Fetch":                           91,
+		"test/faults/embedding_test.go TestEmbeddingProviderFaults": 90,
+		"internal/llm/chat.go Stream":                               90,
+		"bench/ratelimit.go rateScenario":                           88,
+		"internal/assistant/retrieval.go retrieve":                  86,
+		"tools/appointments/slots.go FreeSlots":                     85,
+		"server/contract_test.go runCase":                           84,
+		"bench/hnsw.go measureDataset":                              84,
+		"test/faults/chat_test.go func literal":                     83,
+		"internal/cli/search.go ingest":                             82,
+	}
+	found := map[string]bool{}
+	for _, f := range goFiles(t) {
+		if !f.test {
+			if n := f.fset.Position(f.ast.End()).Line; n > 500 {
+				t.Errorf("%s has %d lines; at most 500: split it by what its parts do", f.rel, n)
+			}
+		}
+		ast.Inspect(f.ast, func(n ast.Node) bool {
+			var body *ast.BlockStmt
+			name := "func literal"
+			switch fn := n.(type) {
+			case *ast.FuncDecl:
+				body, name = fn.Body, fn.Name.Name
+			case *ast.FuncLit:
+				body = fn.Body
+			}
+			if body == nil {
+				return true
+			}
+			lines := codeLines(f.fset, body)
+			key := f.rel + " " + name
+			limit, listed := long[key]
+			if !listed {
+				limit = 80
+			}
+			if listed {
+				found[key] = true
+			}
+			if lines > limit {
+				t.Errorf("%s: %s has %d lines of code; at most %d: give its steps names", f.rel, name, lines, limit)
+			}
+			return true
+		})
+	}
+	for key, n := range long {
+		if !found[key] {
+			t.Errorf("%s (listed at %d lines) is gone or renamed: remove it from the list", key, n)
+		}
+	}
+}
+
+// codeLines counts a function body's lines, less those inside composite literals.
+func codeLines(fset *token.FileSet, body *ast.BlockStmt) int {
+	table := map[int]bool{}
+	ast.Inspect(body, func(m ast.Node) bool {
+		if cl, ok := m.(*ast.CompositeLit); ok {
+			for i := fset.Position(cl.Lbrace).Line + 1; i < fset.Position(cl.Rbrace).Line; i++ {
+				table[i] = true
+			}
+			return false
+		}
+		return true
+	})
+	return fset.Position(body.Rbrace).Line - fset.Position(body.Lbrace).Line + 1 - len(table)
+}
