@@ -130,22 +130,55 @@ func unexpectedField(body []byte) (string, bool) {
 	return "", true
 }
 
+// chatBodyShape is what a chat request looks like, for error messages.
+const chatBodyShape = `{"conversationId": "…", "messages": [{"role": "user", "content": "…"}], "consent": true}`
+
+func malformedChat(format string, args ...any) error {
+	return tools.Errorf(tools.CodeMalformedRequest, format, args...)
+}
+
+// parseChatBody reads a chat request in the order its checks are documented: the shape,
+// the messages, the visitor's consent, then the cost guard's caps. It returns the
+// messages for the model, without empty ones.
 func parseChatBody(body []byte, caps Chat) ([]assistant.Message, error) {
-	malformed := func(format string, args ...any) ([]assistant.Message, error) {
-		return nil, tools.Errorf(tools.CodeMalformedRequest, format, args...)
+	b, err := decodeChatBody(body)
+	if err != nil {
+		return nil, err
 	}
-	const shape = `{"conversationId": "…", "messages": [{"role": "user", "content": "…"}], "consent": true}`
+	if err := checkChatMessages(b); err != nil {
+		return nil, err
+	}
+	// Consent before anything else is looked at: without it nothing reaches a tool or model.
+	if b.Consent == nil || !*b.Consent {
+		return nil, tools.Errorf(tools.CodeConsentRequired, `the chat needs the visitor's consent to its privacy notice: send "consent": true once they gave it`)
+	}
+	if err := checkChatCaps(b, caps); err != nil {
+		return nil, err
+	}
+	msgs := make([]assistant.Message, 0, len(b.Messages))
+	for _, m := range b.Messages {
+		if strings.TrimSpace(*m.Content) == "" {
+			continue // e.g. an answer that failed before any text
+		}
+		msgs = append(msgs, assistant.Message{Role: *m.Role, Content: *m.Content})
+	}
+	return msgs, nil
+}
+
+// decodeChatBody decodes the body strictly: one JSON object, known fields only, spelled
+// exactly.
+func decodeChatBody(body []byte) (*chatBody, error) {
 	trimmed := bytes.TrimSpace(body)
 	if !json.Valid(trimmed) {
-		return malformed("request body is not valid JSON; send %s", shape)
+		return nil, malformedChat("request body is not valid JSON; send %s", chatBodyShape)
 	}
 	if trimmed[0] != '{' {
-		return malformed("request body must be a JSON object %s", shape)
+		return nil, malformedChat("request body must be a JSON object %s", chatBodyShape)
 	}
 	// Field names match exactly, as on every endpoint (encoding/json alone would
 	// accept "MESSAGES").
 	if field, ok := unexpectedField(trimmed); !ok {
-		return malformed("unknown field %q: only conversationId, messages and consent are allowed, and role and content in a message", tools.Truncate(field, 64))
+		return nil, malformedChat("unknown field %q: only conversationId, messages and consent are allowed, and role and content in a message", tools.Truncate(field, 64))
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
@@ -154,44 +187,49 @@ func parseChatBody(body []byte, caps Chat) ([]assistant.Message, error) {
 		var typeErr *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &typeErr):
-			return malformed("%q has the wrong type: want %s", tools.Truncate(typeErr.Field, 64), typeName(typeErr.Type.Kind().String()))
+			return nil, malformedChat("%q has the wrong type: want %s", tools.Truncate(typeErr.Field, 64), typeName(typeErr.Type.Kind().String()))
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return malformed("unknown field %s: only conversationId, messages and consent are allowed, and role and content in a message",
+			return nil, malformedChat("unknown field %s: only conversationId, messages and consent are allowed, and role and content in a message",
 				tools.Truncate(strings.TrimPrefix(err.Error(), "json: unknown field "), 64))
 		}
-		return malformed("request body does not have the shape %s", shape)
+		return nil, malformedChat("request body does not have the shape %s", chatBodyShape)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return malformed("request body has data after the JSON object")
+		return nil, malformedChat("request body has data after the JSON object")
 	}
+	return &b, nil
+}
+
+// checkChatMessages checks the conversation id and each message, and that the visitor
+// speaks last.
+func checkChatMessages(b *chatBody) error {
 	if b.ConversationID != nil && utf8.RuneCountInString(*b.ConversationID) > 128 {
-		return malformed(`"conversationId" must be at most 128 characters`)
+		return malformedChat(`"conversationId" must be at most 128 characters`)
 	}
 	if b.Messages == nil {
-		return malformed(`"messages" is required: the conversation so far, ending with the visitor's message`)
+		return malformedChat(`"messages" is required: the conversation so far, ending with the visitor's message`)
 	}
 	for i, m := range b.Messages {
 		if m.Role == nil || (*m.Role != assistant.RoleUser && *m.Role != assistant.RoleAssistant) {
-			return malformed(`messages[%d]: "role" must be "user" or "assistant"`, i)
+			return malformedChat(`messages[%d]: "role" must be "user" or "assistant"`, i)
 		}
 		if m.Content == nil {
-			return malformed(`messages[%d]: "content" is required`, i)
+			return malformedChat(`messages[%d]: "content" is required`, i)
 		}
 		if strings.ContainsRune(*m.Content, 0) {
-			return nil, &tools.Error{Code: tools.CodeMalformedRequest,
+			return &tools.Error{Code: tools.CodeMalformedRequest,
 				Message: fmt.Sprintf(`messages[%d]: "content" contains the character U+0000 (NUL), which is not allowed`, i),
 				Details: []tools.Detail{{Pointer: fmt.Sprintf("/messages/%d/content", i), Message: "contains U+0000 (NUL)"}}}
 		}
 	}
 	if n := len(b.Messages); n == 0 || *b.Messages[n-1].Role != assistant.RoleUser || strings.TrimSpace(*b.Messages[n-1].Content) == "" {
-		return malformed(`the last of "messages" must be the visitor's (role "user"), and not empty`)
+		return malformedChat(`the last of "messages" must be the visitor's (role "user"), and not empty`)
 	}
-	// Consent before anything else is looked at: without it nothing reaches a tool or model.
-	if b.Consent == nil || !*b.Consent {
-		return nil, tools.Errorf(tools.CodeConsentRequired, `the chat needs the visitor's consent to its privacy notice: send "consent": true once they gave it`)
-	}
+	return nil
+}
 
-	// The cost guard's caps, checked before any paid call.
+// checkChatCaps applies the cost guard's caps on the transcript, before any paid call.
+func checkChatCaps(b *chatBody, caps Chat) error {
 	var details []tools.Detail
 	total := 0
 	perMessage := caps.MaxMessageChars()
@@ -215,17 +253,9 @@ func parseChatBody(body []byte, caps Chat) ([]assistant.Message, error) {
 		details = []tools.Detail{{Pointer: "/messages", Message: fmt.Sprintf("at most %d characters in all", caps.MaxChars)}}
 	}
 	if problem != "" {
-		return nil, &tools.Error{Code: tools.CodeQueryTooLong, Message: problem, Details: details}
+		return &tools.Error{Code: tools.CodeQueryTooLong, Message: problem, Details: details}
 	}
-
-	msgs := make([]assistant.Message, 0, len(b.Messages))
-	for _, m := range b.Messages {
-		if strings.TrimSpace(*m.Content) == "" {
-			continue // e.g. an answer that failed before any text
-		}
-		msgs = append(msgs, assistant.Message{Role: *m.Role, Content: *m.Content})
-	}
-	return msgs, nil
+	return nil
 }
 
 func typeName(kind string) string {

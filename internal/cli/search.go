@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -73,36 +74,9 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("embeddings: %w", err)
 	}
 
-	var source string
-	var walk sitesearch.Walk
-	var total int
-	if *dir != "" {
-		abs, err := filepath.Abs(*dir)
-		if err != nil {
-			return err
-		}
-		if _, err := url.Parse(*baseURL); err != nil {
-			return usageError{"--base-url is not a URL"}
-		}
-		source = "dir:" + abs
-		walk = func(fn func(*sitesearch.Document) error) ([]string, error) {
-			return nil, sitesearch.WalkDir(abs, *baseURL, fn)
-		}
-		total = countPages(abs)
-	} else {
-		crawler := &sitesearch.Crawler{Client: fetch.New(cfg.Fetch), Concurrency: *concurrency}
-		urls, err := crawler.Sitemap(ctx, *sitemap)
-		if err != nil {
-			return err
-		}
-		source, total = "sitemap:"+*sitemap, len(urls)
-		walk = func(fn func(*sitesearch.Document) error) ([]string, error) {
-			stats, err := crawler.Fetch(ctx, urls, fn)
-			if stats.Failed > 0 {
-				logger.Warn("some pages could not be fetched this time; their indexed copies are kept", "failed", stats.Failed)
-			}
-			return stats.FailedURLs, err
-		}
+	source, walk, total, err := ingestSource(ctx, *dir, *baseURL, *sitemap, *concurrency, cfg, logger)
+	if err != nil {
+		return err
 	}
 
 	in := &sitesearch.Ingester{
@@ -123,6 +97,37 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	fmt.Fprintf(stdout, "ingested %s (%s, %d dimensions): %s\n", source, embedder.Model(), embedder.Dimensions(), st)
 	return nil
+}
+
+// ingestSource returns what ingest reads, named for the index, and how many pages it
+// holds: the files under dir, or the pages a sitemap lists.
+func ingestSource(ctx context.Context, dir, baseURL, sitemap string, concurrency int, cfg server.Config, logger *slog.Logger) (string, sitesearch.Walk, int, error) {
+	if dir != "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return "", nil, 0, err
+		}
+		if _, err := url.Parse(baseURL); err != nil {
+			return "", nil, 0, usageError{"--base-url is not a URL"}
+		}
+		walk := func(fn func(*sitesearch.Document) error) ([]string, error) {
+			return nil, sitesearch.WalkDir(abs, baseURL, fn)
+		}
+		return "dir:" + abs, walk, countPages(abs), nil
+	}
+	crawler := &sitesearch.Crawler{Client: fetch.New(cfg.Fetch), Concurrency: concurrency}
+	urls, err := crawler.Sitemap(ctx, sitemap)
+	if err != nil {
+		return "", nil, 0, err
+	}
+	walk := func(fn func(*sitesearch.Document) error) ([]string, error) {
+		stats, err := crawler.Fetch(ctx, urls, fn)
+		if stats.Failed > 0 {
+			logger.Warn("some pages could not be fetched this time; their indexed copies are kept", "failed", stats.Failed)
+		}
+		return stats.FailedURLs, err
+	}
+	return "sitemap:" + sitemap, walk, len(urls), nil
 }
 
 // countPages counts the files ingest --dir will read, for the progress bar.
