@@ -100,8 +100,9 @@ func (ce *chatEnv) registerStandIns(r *tools.Registry) error {
 	for _, tool := range []tools.Tool{
 		{
 			Name: "search_site", Title: "Search this site", Description: "Search this website's pages.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","minLength":1,"maxLength":300},"limit":{"type":"integer","minimum":1,"maximum":20}},"required":["query"],"additionalProperties":false}`),
-			Annotations: tools.Annotations{ReadOnly: true, Idempotent: true},
+			Capabilities: []tools.Capability{tools.CapabilitySiteSearch},
+			InputSchema:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","minLength":1,"maxLength":300},"limit":{"type":"integer","minimum":1,"maximum":20}},"required":["query"],"additionalProperties":false}`),
+			Annotations:  tools.Annotations{ReadOnly: true, Idempotent: true},
 			Handler: func(context.Context, json.RawMessage) (*tools.Result, error) {
 				run("search_site")
 				return tools.StructuredResult(map[string]any{"results": standInPages})

@@ -145,9 +145,10 @@ func contractTools(saves *atomic.Int64) func(*tools.Registry) error {
 // page, "down" is a search index that is down; anything else finds two pages.
 func contractSearchSite(searches *atomic.Int64) tools.Tool {
 	return tools.Tool{
-		Name:        "search_site",
-		Title:       "Search this site",
-		Description: "Search this website's pages; returns title, URL, snippet and score of the best matches.",
+		Name:         "search_site",
+		Title:        "Search this site",
+		Capabilities: []tools.Capability{tools.CapabilitySiteSearch},
+		Description:  "Search this website's pages; returns title, URL, snippet and score of the best matches.",
 		InputSchema: json.RawMessage(`{
 			"type": "object",
 			"properties": {

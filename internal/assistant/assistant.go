@@ -2,7 +2,6 @@ package assistant
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -228,51 +227,36 @@ func (t *turnState) fail(code, message string) error {
 	return t.emit(EventError, Error{Code: code, Message: message})
 }
 
-// converse is the model's loop.
+// converse is the model's loop: ask, run the tools it asks for, answer with their
+// results, until it answers the visitor or the rounds run out.
 func (t *turnState) converse(ctx context.Context, turn Turn) error {
 	a := t.a
 	cat := a.catalog()
-	native := a.opts.ToolMode == ToolModeNative
+	proto := a.protocol()
 	msgs := []llm.ChatMessage{
 		{Role: "system", Content: cat.system},
 		{Role: "user", Content: visitorMessage(turn.Messages)},
 	}
-	corrected := false
+	corrected := false // the model has been asked once to correct a tool request
 	for round := 0; ; round++ {
 		toolsAllowed := round < a.opts.MaxToolRounds
 		req := llm.ChatRequest{Messages: msgs, MaxTokens: a.opts.MaxOutputTokens}
-		if native && len(cat.native) > 0 {
-			req.Tools, req.NoToolCalls = cat.native, !toolsAllowed
-		}
-		reply, err := t.complete(ctx, req, !native)
+		proto.prepare(&req, cat, toolsAllowed)
+		reply, err := t.complete(ctx, req, proto.textual())
 		if err != nil {
 			return t.providerFailed(ctx, turn, round, err)
 		}
-		var batch []pendingCall
-		if native {
-			for _, tc := range reply.ToolCalls {
-				batch = append(batch, pendingCall{name: tc.Name, args: json.RawMessage(tc.Arguments), providerID: tc.ID})
+		batch, correction := proto.calls(reply)
+		if correction != "" {
+			if !toolsAllowed {
+				return t.stopAtBound()
 			}
-		} else if reply.request {
-			reqs, perr := parseToolRequests(reply.Text)
-			if perr != nil {
-				if !toolsAllowed {
-					return t.stopAtBound()
-				}
-				if corrected {
-					a.opts.Logger.Warn("chat model sent an invalid tool request twice", "tool_mode", a.opts.ToolMode, "round", round)
-					return t.fail(CodeModelError, "The assistant could not look that up. Please try again or ask in other words.")
-				}
-				corrected = true
-				msgs = append(msgs,
-					llm.ChatMessage{Role: "assistant", Content: reply.Text},
-					llm.ChatMessage{Role: "user", Content: "TOOL_REQUEST_ERROR: " + perr.Error() +
-						`. Reply again with nothing but {"tool": "<name>", "args": {…}} (or an array of them), or with plain text for the visitor that does not begin with { or [.`})
-				continue
+			if corrected {
+				return t.modelFailed(round)
 			}
-			for _, r := range reqs {
-				batch = append(batch, pendingCall{name: r.Tool, args: r.Args})
-			}
+			corrected = true
+			msgs = append(msgs, llm.ChatMessage{Role: "assistant", Content: reply.Text}, llm.ChatMessage{Role: "user", Content: correction})
+			continue
 		}
 		if len(batch) == 0 {
 			return t.finish(ModeLLM, ReasonStop)
@@ -284,46 +268,21 @@ func (t *turnState) converse(ctx context.Context, turn Turn) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		lastRound := round+1 >= a.opts.MaxToolRounds
-		if native {
-			calls := make([]llm.ToolCall, len(batch))
-			for i, c := range batch {
-				calls[i] = llm.ToolCall{ID: c.providerID, Name: c.name, Arguments: string(c.args)}
-			}
-			msgs = append(msgs, llm.ChatMessage{Role: "assistant", Content: reply.Text, ToolCalls: calls})
-			for i, r := range results {
-				content := toolResultText(safeName(batch[i].name), r.payload)
-				if lastRound && i == len(results)-1 {
-					content += lastRoundNote
-				}
-				msgs = append(msgs, llm.ChatMessage{Role: "tool", ToolCallID: batch[i].providerID, Content: content})
-			}
-			continue
-		}
-		// JSON mode: one user message of results, and the problems of invalid requests.
-		var sections, problems []string
-		for i, r := range results {
-			if r.invalid != "" {
-				problems = append(problems, fmt.Sprintf("request %d (%s): %s", i+1, safeName(batch[i].name), r.invalid))
-				continue
-			}
-			sections = append(sections, toolResultText(safeName(batch[i].name), r.payload))
-		}
-		if len(problems) > 0 {
+		var invalid bool
+		msgs, invalid = proto.answer(msgs, reply, batch, results, round+1 >= a.opts.MaxToolRounds)
+		if invalid {
 			if corrected {
-				a.opts.Logger.Warn("chat model sent an invalid tool request twice", "tool_mode", a.opts.ToolMode, "round", round)
-				return t.fail(CodeModelError, "The assistant could not look that up. Please try again or ask in other words.")
+				return t.modelFailed(round)
 			}
 			corrected = true
-			sections = append(sections, "TOOL_REQUEST_ERROR: "+strings.Join(problems, "; ")+
-				". Correct these requests and reply again with nothing but the JSON, or answer in plain text.")
 		}
-		content := strings.Join(sections, "\n\n")
-		if lastRound {
-			content += lastRoundNote
-		}
-		msgs = append(msgs, llm.ChatMessage{Role: "assistant", Content: reply.Text}, llm.ChatMessage{Role: "user", Content: content})
 	}
+}
+
+// modelFailed ends a turn whose model sent an invalid tool request twice.
+func (t *turnState) modelFailed(round int) error {
+	t.a.opts.Logger.Warn("chat model sent an invalid tool request twice", "tool_mode", t.a.opts.ToolMode, "round", round)
+	return t.fail(CodeModelError, "The assistant could not look that up. Please try again or ask in other words.")
 }
 
 // stopAtBound ends a turn whose model still wants tools after the last round.

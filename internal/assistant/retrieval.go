@@ -12,9 +12,6 @@ import (
 	"github.com/sitetools/sitetools/tools"
 )
 
-// searchTool is the tool a retrieval-only answer comes from.
-const searchTool = "search_site"
-
 // retrievalLimit is how many pages a retrieval-only answer lists.
 const retrievalLimit = 5
 
@@ -24,111 +21,132 @@ var retrievalIntro = map[string]string{
 	ReasonUnavailable:     "The assistant is not available right now, so this is a search result, not a written answer: the pages of this site that best match your question.",
 }
 
-// retrieve answers the turn with the best matching pages from search_site, called
-// through the registry like any chat tool call.
+// searchHit is one result of a tool with tools.CapabilitySiteSearch.
+type searchHit struct {
+	Title   string `json:"title"`
+	URL     string `json:"url"`
+	Anchor  string `json:"anchor"`
+	Snippet string `json:"snippet"`
+}
+
+// retrieve answers the turn with the best matching pages from the site's search (the
+// tool that declares tools.CapabilitySiteSearch), called through the registry like any
+// chat tool call.
 func (t *turnState) retrieve(ctx context.Context, turn Turn, reason string) error {
-	if _, ok := t.a.opts.Registry.Lookup(searchTool); !ok {
-		if err := t.delta("The assistant is not available right now, and this site has no search to offer instead. Please use the site's contact page."); err != nil {
-			return err
-		}
-		return t.finish(ModeRetrieval, reason)
+	search, ok := t.a.opts.Registry.WithCapability(tools.CapabilitySiteSearch)
+	if !ok {
+		return t.say(reason, "The assistant is not available right now, and this site has no search to offer instead. Please use the site's contact page.")
 	}
-	query := t.a.searchQuery(turn.Messages[len(turn.Messages)-1].Content)
+	query := t.a.searchQuery(search, turn.Messages[len(turn.Messages)-1].Content)
 	if query == "" {
-		if err := t.delta("This is a search result, not a written answer, and your message has nothing to search for. Try asking in words."); err != nil {
-			return err
-		}
-		return t.finish(ModeRetrieval, reason)
+		return t.say(reason, "This is a search result, not a written answer, and your message has nothing to search for. Try asking in words.")
 	}
-	args, err := json.Marshal(map[string]any{"query": query, "limit": retrievalLimit})
-	if err != nil {
-		return fmt.Errorf("assistant: %w", err)
-	}
-	id := t.nextID()
-	if err := t.emit(EventToolCall, ToolCall{ID: id, Name: searchTool}); err != nil {
+	hits, err := t.search(ctx, search.Name, query)
+	if err != nil || hits == nil {
 		return err
 	}
-	ctx2, cancel := context.WithTimeout(tools.WithRequest(ctx, t.req), t.a.opts.ToolTimeout+5*time.Second)
-	res, callErr := t.a.opts.Registry.Call(ctx2, searchTool, args)
-	cancel()
-	if err := t.emit(EventToolResult, ToolResult{ID: id, Name: searchTool, OK: callErr == nil && !res.IsError}); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if callErr != nil {
-		e := tools.AsError(callErr)
-		switch e.Code {
-		case tools.CodeRateLimited:
-			return t.fail(tools.CodeRateLimited, "Too many requests; please wait a moment and try again.")
-		case tools.CodeInternal:
-			t.a.opts.Logger.Error("tool call failed", "tool", searchTool, "channel", "chat", "err", e.Error())
-		}
-		return t.fail(tools.CodeUnavailable, "Search is not available right now. Please try again shortly.")
-	}
-	var out struct {
-		Results []struct {
-			Title   string `json:"title"`
-			URL     string `json:"url"`
-			Anchor  string `json:"anchor"`
-			Snippet string `json:"snippet"`
-		} `json:"results"`
-	}
-	if b, err := json.Marshal(res.StructuredContent); err == nil && !res.IsError {
-		_ = json.Unmarshal(b, &out)
-	}
-	if len(out.Results) == 0 {
-		if err := t.delta("This is a search result, not a written answer: no page of this site matches your question. Try other words, or use the site's contact page."); err != nil {
-			return err
-		}
-		return t.finish(ModeRetrieval, reason)
+	if len(hits) == 0 {
+		return t.say(reason, "This is a search result, not a written answer: no page of this site matches your question. Try other words, or use the site's contact page.")
 	}
 	if err := t.delta(retrievalIntro[reason] + "\n\n"); err != nil {
 		return err
 	}
-	for i, r := range out.Results {
-		link := r.URL
-		if r.Anchor != "" {
-			link += "#" + r.Anchor
-		}
-		line := fmt.Sprintf("%d. [%s](%s)", i+1, oneLine(r.Title), link)
-		if s := oneLine(r.Snippet); s != "" {
-			line += "\n   " + cutRunes(s, 300)
-			if len([]rune(s)) > 300 {
-				line += "…"
-			}
-		}
-		if err := t.delta(line + "\n"); err != nil {
+	for i, h := range hits {
+		if err := t.delta(hitLine(i, h)); err != nil {
 			return err
 		}
 	}
 	t.mu.Lock()
-	for _, r := range out.Results {
-		if r.URL != "" {
-			t.addSource(Source{Title: r.Title, URL: r.URL, Anchor: r.Anchor})
+	for _, h := range hits {
+		if h.URL != "" {
+			t.addSource(Source{Title: h.Title, URL: h.URL, Anchor: h.Anchor})
 		}
 	}
 	t.mu.Unlock()
 	return t.finish(ModeRetrieval, reason)
 }
 
+// say answers the turn with text alone.
+func (t *turnState) say(reason, text string) error {
+	if err := t.delta(text); err != nil {
+		return err
+	}
+	return t.finish(ModeRetrieval, reason)
+}
+
+// search calls the search tool as the chat calls any tool, with its events. A failed
+// call ends the turn with an error event, and search returns nil hits and the error of
+// sending it; no results is an empty, non-nil slice.
+func (t *turnState) search(ctx context.Context, tool, query string) ([]searchHit, error) {
+	args, err := json.Marshal(map[string]any{"query": query, "limit": retrievalLimit})
+	if err != nil {
+		return nil, fmt.Errorf("assistant: %w", err)
+	}
+	id := t.nextID()
+	if err := t.emit(EventToolCall, ToolCall{ID: id, Name: tool}); err != nil {
+		return nil, err
+	}
+	callCtx, cancel := context.WithTimeout(tools.WithRequest(ctx, t.req), t.a.opts.ToolTimeout+5*time.Second)
+	res, callErr := t.a.opts.Registry.Call(callCtx, tool, args)
+	cancel()
+	if err := t.emit(EventToolResult, ToolResult{ID: id, Name: tool, OK: callErr == nil && !res.IsError}); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if callErr != nil {
+		e := tools.AsError(callErr)
+		switch e.Code {
+		case tools.CodeRateLimited:
+			return nil, t.fail(tools.CodeRateLimited, "Too many requests; please wait a moment and try again.")
+		case tools.CodeInternal:
+			t.a.opts.Logger.Error("tool call failed", "tool", tool, "channel", "chat", "err", e.Error())
+		}
+		return nil, t.fail(tools.CodeUnavailable, "Search is not available right now. Please try again shortly.")
+	}
+	out := struct {
+		Results []searchHit `json:"results"`
+	}{Results: []searchHit{}}
+	if b, err := json.Marshal(res.StructuredContent); err == nil && !res.IsError {
+		_ = json.Unmarshal(b, &out)
+	}
+	if out.Results == nil {
+		out.Results = []searchHit{}
+	}
+	return out.Results, nil
+}
+
+// hitLine is one numbered Markdown line of a retrieval-only answer.
+func hitLine(i int, h searchHit) string {
+	link := h.URL
+	if h.Anchor != "" {
+		link += "#" + h.Anchor
+	}
+	line := fmt.Sprintf("%d. [%s](%s)", i+1, oneLine(h.Title), link)
+	if s := oneLine(h.Snippet); s != "" {
+		line += "\n   " + cutRunes(s, 300)
+		if len([]rune(s)) > 300 {
+			line += "…"
+		}
+	}
+	return line + "\n"
+}
+
 // searchQuery is the visitor's message cut to what search_site accepts: its schema's
 // maxLength, and at most 200 characters (about 50 tokens, within the token cap), cut at
 // a word boundary.
-func (a *Assistant) searchQuery(message string) string {
+func (a *Assistant) searchQuery(tool *tools.Tool, message string) string {
 	limit := 200
-	if tool, ok := a.opts.Registry.Lookup(searchTool); ok {
-		var schema struct {
-			Properties struct {
-				Query struct {
-					MaxLength int `json:"maxLength"`
-				} `json:"query"`
-			} `json:"properties"`
-		}
-		if json.Unmarshal(tool.InputSchema, &schema) == nil && schema.Properties.Query.MaxLength > 0 {
-			limit = min(limit, schema.Properties.Query.MaxLength)
-		}
+	var schema struct {
+		Properties struct {
+			Query struct {
+				MaxLength int `json:"maxLength"`
+			} `json:"query"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(tool.InputSchema, &schema) == nil && schema.Properties.Query.MaxLength > 0 {
+		limit = min(limit, schema.Properties.Query.MaxLength)
 	}
 	q := oneLine(message)
 	if n := len([]rune(q)); n > limit {
