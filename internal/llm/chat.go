@@ -133,14 +133,36 @@ func (c *Chat) Model() string { return c.model }
 // which IsUnavailable is true mean the provider is down, overloaded or too slow; errors
 // never carry the provider's message text, which may echo the input.
 func (c *Chat) Stream(ctx context.Context, req ChatRequest, onDelta func(text string) error) (*ChatResponse, error) {
-	oreq := c.request(req)
-	var stream *openai.ChatCompletionStream
+	stream, err := c.open(ctx, c.request(req))
+	if err != nil {
+		return nil, err
+	}
+	defer stream.Close()
+	resp, err := c.read(ctx, stream, onDelta)
+	if err != nil {
+		return nil, err
+	}
+	if !resp.Usage.Reported {
+		resp.Usage.PromptTokens = EstimateChatTokens(req)
+		resp.Usage.CompletionTokens = CountTokens(resp.Text)
+		for _, tc := range resp.ToolCalls {
+			resp.Usage.CompletionTokens += CountTokens(tc.Name) + CountTokens(tc.Arguments)
+		}
+	}
+	if resp.Usage.TotalTokens == 0 {
+		resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	}
+	return resp, nil
+}
+
+// open starts the stream, retrying what can be retried (with the provider's Retry-After
+// when it gives one) within ctx's deadline.
+func (c *Chat) open(ctx context.Context, oreq openai.ChatCompletionRequest) (*openai.ChatCompletionStream, error) {
 	for attempt := 1; ; attempt++ {
 		hint := new(retryHint)
-		var err error
-		stream, err = c.client.CreateChatCompletionStream(context.WithValue(ctx, retryHintKey{}, hint), oreq)
+		stream, err := c.client.CreateChatCompletionStream(context.WithValue(ctx, retryHintKey{}, hint), oreq)
 		if err == nil {
-			break
+			return stream, nil
 		}
 		err = sanitize(err)
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -170,8 +192,11 @@ func (c *Chat) Stream(ctx context.Context, req ChatRequest, onDelta func(text st
 		case <-timer.C:
 		}
 	}
-	defer stream.Close()
+}
 
+// read reads the stream to its end: the text, passed on as it arrives, the tool calls
+// assembled from their deltas, the finish reason and the reported usage.
+func (c *Chat) read(ctx context.Context, stream *openai.ChatCompletionStream, onDelta func(text string) error) (*ChatResponse, error) {
 	resp := &ChatResponse{}
 	var text strings.Builder
 	calls := &toolCallAssembler{}
@@ -210,16 +235,6 @@ func (c *Chat) Stream(ctx context.Context, req ChatRequest, onDelta func(text st
 	}
 	resp.Text = text.String()
 	resp.ToolCalls = calls.result()
-	if !resp.Usage.Reported {
-		resp.Usage.PromptTokens = EstimateChatTokens(req)
-		resp.Usage.CompletionTokens = CountTokens(resp.Text)
-		for _, tc := range resp.ToolCalls {
-			resp.Usage.CompletionTokens += CountTokens(tc.Name) + CountTokens(tc.Arguments)
-		}
-	}
-	if resp.Usage.TotalTokens == 0 {
-		resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
-	}
 	return resp, nil
 }
 

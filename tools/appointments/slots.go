@@ -65,69 +65,95 @@ func FreeSlots(s *Schedule, q Query, busy []Interval) (slots []Slot, truncated b
 		loc = time.UTC
 	}
 
-	now := q.Now.In(loc)
-	lo := q.From
-	if earliest := now.Add(s.MinimumNotice); earliest.After(lo) {
-		lo = earliest
-	}
-	hi := q.To
-	// A hand-built schedule could exceed the validated horizon; bounding it bounds the work.
-	if horizon := now.AddDate(0, 0, min(s.HorizonDays, maxHorizonDays)); horizon.Before(hi) {
-		hi = horizon
-	}
-	window := hi.Sub(lo)
-	if window < d {
+	lo, hi := window(s, q, loc)
+	if hi.Sub(lo) < d {
 		return slots, false
 	}
-
-	spans := busySpans(busy, lo, window, s.BufferBefore, s.BufferAfter)
-	closed := make([][2]int64, len(s.Closed))
-	for i, c := range s.Closed {
-		closed[i] = [2]int64{c.First.dayNumber(), c.Last.dayNumber()}
-	}
-
-	// Candidates are collected a few days at a time and then checked against all busy spans
-	// at once; a query that fills the limit early stops early.
-	chunk := max(4*limit, 4096)
-	var cands []candidate
-
-	// Dates are walked as UTC midnights, which are exactly the local calendar dates. The walk
-	// starts a day early so that nothing near a midnight transition is missed.
-	y, m, dd := lo.In(loc).Date()
-	date := time.Date(y, m, dd-1, 0, 0, 0, 0, time.UTC)
-	y, m, dd = hi.In(loc).Date()
-	lastDate := time.Date(y, m, dd, 0, 0, 0, 0, time.UTC)
-	for ; !date.After(lastDate); date = date.AddDate(0, 0, 1) {
-		if isClosed(closed, date.Unix()/86400) {
-			continue
-		}
-		for _, r := range s.Weekly[date.Weekday()] {
-			rangeEnd := time.Duration(r.End) * time.Minute
-			for off := time.Duration(r.Start) * time.Minute; off+d <= rangeEnd; off += s.Step {
-				start, ok := slotAt(loc, date, off, d)
-				if !ok {
-					continue
-				}
-				if a := start.Sub(lo); a >= 0 && a <= window-d {
-					cands = append(cands, candidate{a, start})
-				}
-			}
-		}
-		if len(cands) >= chunk {
-			slots = appendFree(slots, cands, spans, d)
-			cands = cands[:0]
-			// Later dates only hold later slots, so the rest cannot matter.
-			if len(slots) > limit {
-				break
-			}
-		}
-	}
-	slots = appendFree(slots, cands, spans, d)
+	w := slotWalk{s: s, loc: loc, lo: lo, window: hi.Sub(lo), d: d,
+		spans: busySpans(busy, lo, hi.Sub(lo), s.BufferBefore, s.BufferAfter)}
+	slots = w.collect(hi, limit)
 	slices.SortFunc(slots, func(x, y Slot) int { return x.Start.Compare(y.Start) })
 	if len(slots) > limit {
 		return slots[:limit:limit], true
 	}
 	return slots, false
+}
+
+// window is the part of the query's range a slot may lie in: from the later of From and
+// Now + MinimumNotice, to the earlier of To and the horizon.
+func window(s *Schedule, q Query, loc *time.Location) (lo, hi time.Time) {
+	now := q.Now.In(loc)
+	lo = q.From
+	if earliest := now.Add(s.MinimumNotice); earliest.After(lo) {
+		lo = earliest
+	}
+	hi = q.To
+	// A hand-built schedule could exceed the validated horizon; bounding it bounds the work.
+	if horizon := now.AddDate(0, 0, min(s.HorizonDays, maxHorizonDays)); horizon.Before(hi) {
+		hi = horizon
+	}
+	return lo, hi
+}
+
+// slotWalk walks the schedule's opening hours over a window, a few days at a time.
+type slotWalk struct {
+	s      *Schedule
+	loc    *time.Location
+	lo     time.Time
+	window time.Duration
+	d      time.Duration // the slots' length
+	spans  []span
+}
+
+// collect returns the free slots up to hi: candidates are collected a few days at a
+// time and then checked against all busy spans at once, so that a query that fills the
+// limit early stops early.
+func (w *slotWalk) collect(hi time.Time, limit int) []Slot {
+	slots := []Slot{}
+	closed := make([][2]int64, len(w.s.Closed))
+	for i, c := range w.s.Closed {
+		closed[i] = [2]int64{c.First.dayNumber(), c.Last.dayNumber()}
+	}
+	chunk := max(4*limit, 4096)
+	var cands []candidate
+	// Dates are walked as UTC midnights, which are exactly the local calendar dates. The walk
+	// starts a day early so that nothing near a midnight transition is missed.
+	y, m, dd := w.lo.In(w.loc).Date()
+	date := time.Date(y, m, dd-1, 0, 0, 0, 0, time.UTC)
+	y, m, dd = hi.In(w.loc).Date()
+	lastDate := time.Date(y, m, dd, 0, 0, 0, 0, time.UTC)
+	for ; !date.After(lastDate); date = date.AddDate(0, 0, 1) {
+		if isClosed(closed, date.Unix()/86400) {
+			continue
+		}
+		cands = w.day(cands, date)
+		if len(cands) >= chunk {
+			slots = appendFree(slots, cands, w.spans, w.d)
+			cands = cands[:0]
+			// Later dates only hold later slots, so the rest cannot matter.
+			if len(slots) > limit {
+				return slots
+			}
+		}
+	}
+	return appendFree(slots, cands, w.spans, w.d)
+}
+
+// day appends the candidates of one date's opening hours that lie in the window.
+func (w *slotWalk) day(cands []candidate, date time.Time) []candidate {
+	for _, r := range w.s.Weekly[date.Weekday()] {
+		rangeEnd := time.Duration(r.End) * time.Minute
+		for off := time.Duration(r.Start) * time.Minute; off+w.d <= rangeEnd; off += w.s.Step {
+			start, ok := slotAt(w.loc, date, off, w.d)
+			if !ok {
+				continue
+			}
+			if a := start.Sub(w.lo); a >= 0 && a <= w.window-w.d {
+				cands = append(cands, candidate{a, start})
+			}
+		}
+	}
+	return cands
 }
 
 // candidate is a slot that passed every check but the busy time, with its start as an

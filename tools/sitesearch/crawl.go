@@ -164,7 +164,37 @@ func (c *Crawler) Fetch(ctx context.Context, urls []string, fn func(*Document) e
 			}
 		}
 	}
+	results := c.fetchAll(ctx, urls, robots)
 
+	var fnErr error
+	done := 0
+	for r := range results {
+		if fnErr != nil || ctx.Err() != nil {
+			continue // draining after fn failed or ctx ended
+		}
+		done++
+		if err := c.tally(r, fn, &stats); err != nil {
+			fnErr = err
+			cancel()
+			continue
+		}
+		if c.Progress != nil {
+			c.Progress(done, len(urls))
+		}
+	}
+	slices.Sort(stats.FailedURLs)
+	if fnErr != nil {
+		return stats, fnErr
+	}
+	if err := ctx.Err(); err != nil {
+		return stats, fmt.Errorf("sitesearch.Fetch: %w", err)
+	}
+	return stats, nil
+}
+
+// fetchAll fetches urls with Concurrency workers until ctx ends, and sends each result;
+// the channel closes when every worker is done.
+func (c *Crawler) fetchAll(ctx context.Context, urls []string, robots map[string]*crawlRobots) <-chan crawlResult {
 	jobs := make(chan string)
 	results := make(chan crawlResult)
 	go func() {
@@ -198,42 +228,26 @@ func (c *Crawler) Fetch(ctx context.Context, urls []string, fn func(*Document) e
 		wg.Wait()
 		close(results)
 	}()
+	return results
+}
 
-	var fnErr error
-	done := 0
-	for r := range results {
-		if fnErr != nil || ctx.Err() != nil {
-			continue // draining after fn failed or ctx ended
+// tally counts one result, passing a parsed page to fn, whose error it returns.
+func (c *Crawler) tally(r crawlResult, fn func(*Document) error, stats *CrawlStats) error {
+	switch r.outcome {
+	case crawlPage:
+		if err := fn(r.doc); err != nil {
+			return err
 		}
-		done++
-		switch r.outcome {
-		case crawlPage:
-			if err := fn(r.doc); err != nil {
-				fnErr = err
-				cancel()
-				continue
-			}
-			stats.Pages++
-		case crawlSkip:
-			stats.Skipped++
-			c.logger().Info("ingest: page skipped", "url", r.url, "reason", r.reason)
-		case crawlFail:
-			stats.Failed++
-			stats.FailedURLs = append(stats.FailedURLs, r.url)
-			c.logger().Warn("ingest: page failed", "url", r.url, "err", r.reason)
-		}
-		if c.Progress != nil {
-			c.Progress(done, len(urls))
-		}
+		stats.Pages++
+	case crawlSkip:
+		stats.Skipped++
+		c.logger().Info("ingest: page skipped", "url", r.url, "reason", r.reason)
+	case crawlFail:
+		stats.Failed++
+		stats.FailedURLs = append(stats.FailedURLs, r.url)
+		c.logger().Warn("ingest: page failed", "url", r.url, "err", r.reason)
 	}
-	slices.Sort(stats.FailedURLs)
-	if fnErr != nil {
-		return stats, fnErr
-	}
-	if err := ctx.Err(); err != nil {
-		return stats, fmt.Errorf("sitesearch.Fetch: %w", err)
-	}
-	return stats, nil
+	return nil
 }
 
 func (c *Crawler) fetchOne(ctx context.Context, pageURL string, robots *crawlRobots) crawlResult {

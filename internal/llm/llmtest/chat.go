@@ -254,51 +254,86 @@ func checkChatRequest(req ChatRequest) string {
 	return ""
 }
 
+// chunkWriter writes one streamed answer's chunks as OpenAI does.
+type chunkWriter struct {
+	s            *ChatServer
+	w            http.ResponseWriter
+	r            *http.Request
+	req          ChatRequest
+	delay        time.Duration
+	id           string
+	created      int64
+	includeUsage bool
+}
+
+// send writes one chunk; false means the client went away.
+func (c *chunkWriter) send(choices []any, usage any) bool {
+	if c.delay > 0 {
+		t := time.NewTimer(c.delay)
+		select {
+		case <-c.r.Context().Done():
+			t.Stop()
+			c.s.noteCancel()
+			return false
+		case <-t.C:
+		}
+	}
+	chunk := map[string]any{"id": c.id, "object": "chat.completion.chunk", "created": c.created,
+		"model": c.req.Model, "system_fingerprint": "fp_fake", "choices": choices}
+	if c.includeUsage {
+		chunk["usage"] = usage // null but in the last chunk, as OpenAI sends it
+	}
+	b, _ := json.Marshal(chunk)
+	if _, err := fmt.Fprintf(c.w, "data: %s\n\n", b); err != nil {
+		return false
+	}
+	if f, ok := c.w.(http.Flusher); ok {
+		f.Flush()
+	}
+	return true
+}
+
+// delta writes a chunk of one choice with delta and finish reason.
+func (c *chunkWriter) delta(delta map[string]any, finish any) bool {
+	return c.send([]any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}}, nil)
+}
+
+// toolCall writes call i: its id and name first, then its arguments in two halves.
+func (c *chunkWriter) toolCall(n, i int, tc ToolCallReply) bool {
+	callID := tc.ID
+	if callID == "" {
+		callID = fmt.Sprintf("call_fake%d_%d", n, i+1)
+	}
+	first := map[string]any{"index": i, "id": callID, "type": "function", "function": map[string]any{"name": tc.Name, "arguments": ""}}
+	if !c.delta(map[string]any{"tool_calls": []any{first}}, nil) {
+		return false
+	}
+	half := len(tc.Arguments) / 2
+	for _, part := range []string{tc.Arguments[:half], tc.Arguments[half:]} {
+		if part == "" {
+			continue
+		}
+		d := map[string]any{"index": i, "function": map[string]any{"arguments": part}}
+		if !c.delta(map[string]any{"tool_calls": []any{d}}, nil) {
+			return false
+		}
+	}
+	return true
+}
+
 func (s *ChatServer) stream(w http.ResponseWriter, r *http.Request, n int, req ChatRequest, reply ChatReply) {
-	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	id := fmt.Sprintf("chatcmpl-fake%d", n)
-	created := time.Now().Unix()
-	// send writes one chunk; false means the client went away.
-	send := func(choices []any, usage any) bool {
-		if reply.ChunkDelay > 0 {
-			t := time.NewTimer(reply.ChunkDelay)
-			select {
-			case <-r.Context().Done():
-				t.Stop()
-				s.noteCancel()
-				return false
-			case <-t.C:
-			}
-		}
-		chunk := map[string]any{"id": id, "object": "chat.completion.chunk", "created": created,
-			"model": req.Model, "system_fingerprint": "fp_fake", "choices": choices}
-		if includeUsage {
-			chunk["usage"] = usage // null but in the last chunk, as OpenAI sends it
-		}
-		b, _ := json.Marshal(chunk)
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			return false
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return true
-	}
-	choice := func(delta map[string]any, finish any) []any {
-		return []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}}
-	}
-
-	if !send(choice(map[string]any{"role": "assistant", "content": ""}, nil), nil) {
+	c := &chunkWriter{s: s, w: w, r: r, req: req, delay: reply.ChunkDelay, id: fmt.Sprintf("chatcmpl-fake%d", n),
+		created: time.Now().Unix(), includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
+	if !c.delta(map[string]any{"role": "assistant", "content": ""}, nil) {
 		return
 	}
 	var out strings.Builder
 	for _, t := range reply.Text {
 		out.WriteString(t)
-		if !send(choice(map[string]any{"content": t}, nil), nil) {
+		if !c.delta(map[string]any{"content": t}, nil) {
 			return
 		}
 	}
@@ -307,24 +342,9 @@ func (s *ChatServer) stream(w http.ResponseWriter, r *http.Request, n int, req C
 		return
 	}
 	for i, tc := range reply.ToolCalls {
-		callID := tc.ID
-		if callID == "" {
-			callID = fmt.Sprintf("call_fake%d_%d", n, i+1)
-		}
 		out.WriteString(tc.Name + tc.Arguments)
-		first := map[string]any{"index": i, "id": callID, "type": "function", "function": map[string]any{"name": tc.Name, "arguments": ""}}
-		if !send(choice(map[string]any{"tool_calls": []any{first}}, nil), nil) {
+		if !c.toolCall(n, i, tc) {
 			return
-		}
-		half := len(tc.Arguments) / 2
-		for _, part := range []string{tc.Arguments[:half], tc.Arguments[half:]} {
-			if part == "" {
-				continue
-			}
-			d := map[string]any{"index": i, "function": map[string]any{"arguments": part}}
-			if !send(choice(map[string]any{"tool_calls": []any{d}}, nil), nil) {
-				return
-			}
 		}
 	}
 	if reply.Hang {
@@ -336,20 +356,20 @@ func (s *ChatServer) stream(w http.ResponseWriter, r *http.Request, n int, req C
 	if len(reply.ToolCalls) > 0 {
 		finish = "tool_calls"
 	}
-	if !send(choice(map[string]any{}, finish), nil) {
+	if !c.delta(map[string]any{}, finish) {
 		return
 	}
-	if includeUsage && !reply.OmitUsage {
+	if c.includeUsage && !reply.OmitUsage {
 		prompt := 3
 		for _, m := range req.Messages {
 			prompt += 4 + llm.CountTokens(m.Content)
 		}
 		completion := llm.CountTokens(out.String())
-		send([]any{}, map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
+		c.send([]any{}, map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
-	if flusher != nil {
-		flusher.Flush()
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
 	}
 }
 
