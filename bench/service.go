@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"runtime/pprof"
 	"time"
 
@@ -75,11 +76,16 @@ type service struct {
 }
 
 func startService(ctx context.Context, dbURL, label string) (*service, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, fmt.Errorf("startService: %w", err)
+	}
 	env := map[string]string{
 		"DATABASE_URL":          dbURL,
 		"LISTEN_ADDR":           "127.0.0.1:0",
 		"ADMIN_LISTEN_ADDR":     "off",
 		"RATE_LIMIT_PER_MINUTE": "0",
+		"AVAILABILITY_CONFIG":   filepath.Join(root, slotsSchedule),
 	}
 	cfg, err := server.LoadConfig(func(k string) string { return env[k] })
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/sitetools/sitetools/internal/llm/llmtest"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
+	"github.com/sitetools/sitetools/internal/testkit"
 	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools"
 )
@@ -43,7 +44,7 @@ type chatEnv struct {
 
 func newChatEnv(t *testing.T, env map[string]string, withProvider bool) *chatEnv {
 	t.Helper()
-	ce := &chatEnv{testEnv: &testEnv{logs: &syncBuffer{}, counter: &atomic.Int64{}}, db: pgtest.NewDB(t),
+	ce := &chatEnv{testEnv: &testEnv{logs: &testkit.Buffer{}, counter: &atomic.Int64{}}, db: pgtest.NewDB(t),
 		spans: map[string][2]time.Time{}, bothArrived: make(chan struct{})}
 	opts := server.Options{
 		DB:     ce.db,

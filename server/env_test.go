@@ -9,38 +9,20 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
+	"github.com/sitetools/sitetools/internal/testkit"
 	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools"
 )
 
-// syncBuffer is a log sink safe for concurrent handlers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type testEnv struct {
 	app     *server.App
 	srv     *httptest.Server
-	logs    *syncBuffer
+	logs    *testkit.Buffer
 	counter *atomic.Int64 // runs of the mutating test tool
 }
 
@@ -71,7 +53,7 @@ func newEnv(t testing.TB, env map[string]string) *testEnv {
 
 func newEnvWithDB(t testing.TB, db *postgres.DB, dbURL string, env map[string]string) *testEnv {
 	t.Helper()
-	te := &testEnv{logs: &syncBuffer{}, counter: &atomic.Int64{}}
+	te := &testEnv{logs: &testkit.Buffer{}, counter: &atomic.Int64{}}
 	app, err := server.New(testConfig(t, dbURL, env), server.Options{
 		DB:       db,
 		Logger:   slog.New(slog.NewJSONHandler(te.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

@@ -29,10 +29,10 @@ func TestUnixSocket(t *testing.T) {
 	// A process killed without a chance to clean up leaves its socket file behind.
 	first := start(t, vars, "serve")
 	waitReady(t, first, client)
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := first.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-first.done
+	<-first.Done()
 	if fi, err := os.Lstat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 {
 		t.Fatalf("after SIGKILL: %v, mode %v; want a stale socket file left behind", err, fi)
 	}
@@ -93,10 +93,10 @@ func TestUnixSocket(t *testing.T) {
 
 	t.Run("socket in use", func(t *testing.T) {
 		intruder := start(t, vars, "serve")
-		if err := intruder.wait(t, 30*time.Second); err == nil {
+		if err := intruder.Wait(t, 30*time.Second); err == nil {
 			t.Fatal("a second process started on a socket in use")
 		}
-		if out := intruder.out.String(); !strings.Contains(out, "in use") {
+		if out := intruder.Out.String(); !strings.Contains(out, "in use") {
 			t.Errorf("the refusal does not say the socket is in use:\n%s", out)
 		}
 		resp, err := client.Get("http://sitetools/healthz")
@@ -107,7 +107,7 @@ func TestUnixSocket(t *testing.T) {
 	})
 
 	// A graceful stop removes the socket.
-	if err := p.stop(t); err != nil {
+	if err := p.Stop(t); err != nil {
 		t.Fatalf("exit after SIGTERM: %v", err)
 	}
 	if _, err := os.Lstat(sock); !os.IsNotExist(err) {

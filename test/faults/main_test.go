@@ -19,9 +19,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/sitetools/sitetools/internal/testkit"
 )
 
 // binary is the sitetools binary: SITETOOLS_BIN, or built once by TestMain.
@@ -75,90 +76,16 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// env is a process environment: nothing of the test's own besides PATH and HOME.
-func env(vars map[string]string) []string {
-	out := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	for k, v := range vars {
-		out = append(out, k+"="+v)
-	}
-	return out
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// proc is a running sitetools process.
-type proc struct {
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-	err  error // once done is closed
-}
-
-// start runs the binary; it is killed when the test ends if it still runs, and its
-// output is logged if the test failed.
-func start(t *testing.T, vars map[string]string, args ...string) *proc {
+// start runs the binary with args and vars (see testkit.Start).
+func start(t *testing.T, vars map[string]string, args ...string) *testkit.Proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(binary, args...), out: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd.Env = env(vars)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	p.cmd.WaitDelay = 5 * time.Second
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("sitetools %s output:\n%s", strings.Join(args, " "), p.out.String())
-		}
-	})
-	return p
-}
-
-func (p *proc) running() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
+	return testkit.Start(t, binary, vars, args...)
 }
 
 // runCmd runs the binary to completion and returns its output.
 func runCmd(t *testing.T, vars map[string]string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c := exec.CommandContext(ctx, binary, args...)
-	c.Env = env(vars)
-	out, err := c.CombinedOutput()
-	if err != nil {
-		t.Fatalf("sitetools %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return testkit.Run(t, binary, vars, args...)
 }
 
 // ingestDemo indexes the demo site into the database of vars.
@@ -167,47 +94,13 @@ func ingestDemo(t *testing.T, vars map[string]string) {
 	runCmd(t, vars, "ingest", "--dir", demoSite(), "--base-url", "https://site.example")
 }
 
-// waitReady polls base/readyz until it answers 200, failing if alive reports an error
-// (the service stopped) or after 30s.
-func waitReady(t *testing.T, base string, alive func() error) {
-	t.Helper()
-	client := &http.Client{Timeout: 2 * time.Second}
-	defer client.CloseIdleConnections()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if err := alive(); err != nil {
-			t.Fatalf("sitetools stopped before it was ready: %v", err)
-		}
-		resp, err := client.Get(base + "/readyz")
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-			err = fmt.Errorf("status %d", resp.StatusCode)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sitetools not ready after 30s: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (p *proc) alive() error {
-	select {
-	case <-p.done:
-		return fmt.Errorf("exited: %v", p.err)
-	default:
-		return nil
-	}
-}
-
 // serveBinary starts `sitetools serve` with vars and waits until it is ready.
-func serveBinary(t *testing.T, vars map[string]string) *proc {
+func serveBinary(t *testing.T, vars map[string]string) *testkit.Proc {
 	t.Helper()
 	p := start(t, vars, "serve")
-	waitReady(t, "http://"+vars["LISTEN_ADDR"], p.alive)
+	client := &http.Client{Timeout: 2 * time.Second}
+	defer client.CloseIdleConnections()
+	testkit.WaitReady(t, client, "http://"+vars["LISTEN_ADDR"]+"/readyz", p.Alive)
 	return p
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sitetools/sitetools/internal/cli"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
+	"github.com/sitetools/sitetools/internal/testkit"
 )
 
 // loadKind is one kind of request of the load.
@@ -70,7 +71,7 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 	for k, v := range vars {
 		t.Setenv(k, v)
 	}
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	ctx, stopServe := context.WithCancel(context.Background())
 	var serveErr error
 	served := make(chan struct{})
@@ -93,7 +94,7 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 		}
 	})
 	base, adminBase := "http://"+pub, "http://"+adm
-	waitReady(t, base, func() error {
+	testkit.WaitReady(t, &http.Client{Timeout: 2 * time.Second}, base+"/readyz", func() error {
 		select {
 		case <-served:
 			return fmt.Errorf("serve returned: %v", serveErr)

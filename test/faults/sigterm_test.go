@@ -215,7 +215,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	}
 
 	signalled := time.Now()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 
@@ -233,8 +233,8 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 			"stays open until the public one has drained, and then gets only what is left of SHUTDOWN_TIMEOUT",
 			time.Since(signalled).Round(time.Millisecond), probe.status, probe.err)
 	}
-	if !p.running() {
-		t.Fatalf("the process exited (%v) while requests it had accepted were still waiting", p.err)
+	if p.Alive() != nil {
+		t.Fatalf("the process exited (%v) while requests it had accepted were still waiting", p.Err())
 	}
 	const lateKey = "sigterm-after-close"
 	late := newBooking(2)
@@ -297,13 +297,13 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	}
 
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-time.After(time.Until(signalled.Add(shutdownTimeout))):
 		t.Fatalf("still running %v after SIGTERM (SHUTDOWN_TIMEOUT)", shutdownTimeout)
 	}
-	t.Logf("exited %v after SIGTERM: %v", time.Since(signalled).Round(time.Millisecond), p.err)
-	if p.err != nil {
-		t.Errorf("exit: %v, want 0", p.err)
+	t.Logf("exited %v after SIGTERM: %v", time.Since(signalled).Round(time.Millisecond), p.Err())
+	if p.Err() != nil {
+		t.Errorf("exit: %v, want 0", p.Err())
 	}
 	if !refused(pub) || !refused(adm) {
 		t.Error("a listener still accepts connections after the process exited")
@@ -402,13 +402,13 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	}
 
 	client.CloseIdleConnections()
-	if err := p2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p2.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-p2.done:
-		if p2.err != nil {
-			t.Errorf("restarted process: exit %v, want 0", p2.err)
+	case <-p2.Done():
+		if p2.Err() != nil {
+			t.Errorf("restarted process: exit %v, want 0", p2.Err())
 		}
 	case <-time.After(shutdownTimeout):
 		t.Errorf("the restarted process still runs %v after SIGTERM", shutdownTimeout)

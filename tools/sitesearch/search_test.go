@@ -23,6 +23,7 @@ import (
 	"github.com/sitetools/sitetools/internal/llm/llmtest"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
+	"github.com/sitetools/sitetools/internal/testkit"
 	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools"
 	"github.com/sitetools/sitetools/tools/sitesearch"
@@ -31,30 +32,13 @@ import (
 const demoSite = "../../deploy/demo/site"
 const baseURL = "https://northwind.example"
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type searchEnv struct {
 	db       *postgres.DB
 	fake     *llmtest.Server
 	embedder llm.Embedder
 	srv      *httptest.Server
 	reg      *prometheus.Registry
-	logs     *syncBuffer
+	logs     *testkit.Buffer
 }
 
 type envOptions struct {
@@ -68,7 +52,7 @@ type envOptions struct {
 // embeddings of a fake OpenAI-compatible provider that counts calls and tokens.
 func newSearchEnv(t *testing.T, o envOptions) *searchEnv {
 	t.Helper()
-	e := &searchEnv{db: pgtest.NewDB(t), reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
+	e := &searchEnv{db: pgtest.NewDB(t), reg: prometheus.NewRegistry(), logs: &testkit.Buffer{}}
 	logger := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var err error
 	if o.local {
