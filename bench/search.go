@@ -59,7 +59,7 @@ func ingestDemo(ctx context.Context, cfg server.Config, db *postgres.DB, logger 
 		return sitesearch.IngestStats{}, err
 	}
 	in := &sitesearch.Ingester{
-		Store:    sitesearch.NewStore(db, embedder.Dimensions()),
+		Index:    postgres.NewSiteIndex(db, embedder.Dimensions()),
 		Embedder: embedder,
 		Ledger:   costguard.NewLedger(db.Pool),
 	}
@@ -97,7 +97,7 @@ func searchScenario(ctx context.Context, svc *service, base *postgres.DB, conns 
 	if err != nil || vec == nil {
 		return scenario{}, fmt.Errorf("search_site: the cached query vector: %v (degraded %q)", err, degraded)
 	}
-	sql, v := sitesearch.SearchSQL(svc.cfg.Embeddings.Dimensions), pgvector.NewVector(vec)
+	sql, v := postgres.SearchSQL(svc.cfg.Embeddings.Dimensions), pgvector.NewVector(vec)
 	direct := func(ctx context.Context) ([]sitesearch.Hit, error) {
 		rows, err := base.Pool.Query(ctx, sql, searchQuery, v, searchLimit, "", "")
 		if err != nil {
@@ -120,7 +120,7 @@ func searchScenario(ctx context.Context, svc *service, base *postgres.DB, conns 
 	return scenario{
 		name: searchScenarioName(conns),
 		about: "search_site through the sitetools public API (JSON envelope, schema validation, token estimate, " +
-			"cost guard's cache, the SQL, snippet bounds, output schema check, MCP-shaped JSON) vs sitesearch.SearchSQL " +
+			"cost guard's cache, the SQL, snippet bounds, output schema check, MCP-shaped JSON) vs postgres.SearchSQL " +
 			"with the same parameters and cached vector run directly on a pgxpool, rows scanned",
 		goal:     1.5,
 		latency:  true,

@@ -115,7 +115,7 @@ func slotsScenario(ctx context.Context, adminURL string) (scenario, func(), erro
 	if p.reused, err = ensureBookings(ctx, db, from); err != nil {
 		return fail(err)
 	}
-	bookings := appointments.NewBookings(db)
+	bookings := postgres.NewBookings(db)
 	avail := &appointments.Availability{Schedule: sched, Sources: []appointments.BusySource{bookings}, Now: func() time.Time { return now }}
 	tool, err := avail.Tool()
 	if err != nil {

@@ -35,7 +35,7 @@ type App struct {
 	toolCap  *Cap // tool calls at once
 	chatCap  *Cap // chat turns at once
 	usage    func(ctx context.Context, days int) (any, error)
-	bookings *appointments.Bookings
+	bookings appointments.BookingStore
 	chat     *assistant.Assistant
 
 	mcp    *mcpChannel
@@ -56,7 +56,7 @@ type Options struct {
 	// Usage reports paid usage on the admin API (nil: no report).
 	Usage func(ctx context.Context, days int) (any, error)
 	// Bookings are managed on the admin API (nil: no appointments).
-	Bookings *appointments.Bookings
+	Bookings appointments.BookingStore
 	// ChatProvider is the site chat's model (nil: every chat turn is answered
 	// retrieval-only, with links). Its budget and ledger come from the configuration.
 	ChatProvider assistant.Provider

@@ -81,14 +81,14 @@ func Build(ctx context.Context, cfg server.Config, opts Options) (svc *Service, 
 	}
 	s.closers = append(s.closers, closeFeeds)
 	siteTools := slices.Clone(s.Search.Tools)
-	var bookings *appointments.Bookings
+	var bookings appointments.BookingStore
 	if avail != nil {
 		t, err := avail.Tool()
 		if err != nil {
 			return nil, err
 		}
 		siteTools = append(siteTools, t)
-		bookings = appointments.NewBookings(s.DB)
+		bookings = postgres.NewBookings(s.DB)
 	}
 	chat, persona, err := newChat(cfg.Chat, s.logger)
 	if err != nil {

@@ -29,7 +29,7 @@ func newAvailability(ctx context.Context, cfg server.Config, db *postgres.DB, lo
 	if err != nil {
 		return nil, nil, fmt.Errorf("AVAILABILITY_CONFIG %s:\n  %s", cfg.AvailabilityConfig, strings.ReplaceAll(err.Error(), "\n", "\n  "))
 	}
-	sources := []appointments.BusySource{appointments.NewBookings(db)}
+	sources := []appointments.BusySource{postgres.NewBookings(db)}
 	closeFeeds := func() {}
 	if len(cfg.AvailabilityICSURLs) > 0 {
 		feeds, err := newICSFeeds(ctx, cfg.AvailabilityICSURLs, cfg.Fetch, logger)

@@ -36,7 +36,7 @@ func NewEmbedder(cfg server.Embeddings, logger *slog.Logger) (llm.Embedder, erro
 // Search is search_site's machinery: the index, the embedder behind the cost guard, the
 // embedding budget and ledger, and the tools (search_site, get_page).
 type Search struct {
-	Store    *sitesearch.Store
+	Index    *postgres.SiteIndex
 	Embedder *costguard.QueryEmbedder
 	Budget   *costguard.Budget
 	Ledger   *costguard.Ledger
@@ -48,8 +48,8 @@ func newSearch(ctx context.Context, cfg server.Config, db *postgres.DB, logger *
 	if err != nil {
 		return nil, fmt.Errorf("embeddings: %w", err)
 	}
-	store := sitesearch.NewStore(db, embedder.Dimensions())
-	if err := store.CheckModel(ctx, embedder.Model(), embedder.Dimensions()); err != nil {
+	index := postgres.NewSiteIndex(db, embedder.Dimensions())
+	if err := index.CheckModel(ctx, embedder.Model(), embedder.Dimensions()); err != nil {
 		var mismatch *sitesearch.ErrModelMismatch
 		if errors.As(err, &mismatch) {
 			return nil, err
@@ -58,7 +58,7 @@ func newSearch(ctx context.Context, cfg server.Config, db *postgres.DB, logger *
 		logger.Warn("could not check the search index's model", "err", err.Error())
 	}
 	s := &Search{
-		Store:  store,
+		Index:  index,
 		Budget: costguard.NewBudget(db.Pool, "embedding", cfg.Embeddings.DailyTokenBudget, nil),
 		Ledger: costguard.NewLedger(db.Pool).WithMetrics(pm),
 	}
@@ -71,7 +71,7 @@ func newSearch(ctx context.Context, cfg server.Config, db *postgres.DB, logger *
 		return nil, err
 	}
 	s.Tools, err = sitesearch.Tools(sitesearch.Options{
-		Store: store, Embedder: s.Embedder,
+		Index: index, Embedder: s.Embedder,
 		MaxQueryChars: cfg.Search.MaxQueryChars, MaxQueryTokens: cfg.Search.MaxQueryTokens,
 	})
 	return s, err

@@ -44,7 +44,7 @@ func appointmentsCmd(ctx context.Context, args []string, stdout, stderr io.Write
 		if len(args) != 2 {
 			return usageError{appointmentsHelp}
 		}
-		return c.withStore(func(store *appointments.Bookings) error {
+		return c.withStore(func(store appointments.BookingStore) error {
 			b, err := store.Cancel(ctx, args[1])
 			if err != nil {
 				return cliError(err)
@@ -58,7 +58,7 @@ func appointmentsCmd(ctx context.Context, args []string, stdout, stderr io.Write
 }
 
 // withStore opens the database and runs fn on its bookings.
-func (c *appointmentsCLI) withStore(fn func(*appointments.Bookings) error) error {
+func (c *appointmentsCLI) withStore(fn func(appointments.BookingStore) error) error {
 	cfg, err := configForTool()
 	if err != nil {
 		return err
@@ -68,7 +68,7 @@ func (c *appointmentsCLI) withStore(fn func(*appointments.Bookings) error) error
 		return err
 	}
 	defer db.Close()
-	return fn(appointments.NewBookings(db))
+	return fn(postgres.NewBookings(db))
 }
 
 // timeFlag declares an RFC 3339 flag.
@@ -91,7 +91,7 @@ func (c *appointmentsCLI) add(args []string) error {
 	if err := c.fs.Parse(args); err != nil || c.fs.NArg() > 0 {
 		return usageError{appointmentsHelp}
 	}
-	return c.withStore(func(store *appointments.Bookings) error {
+	return c.withStore(func(store appointments.BookingStore) error {
 		added, err := store.Add(c.ctx, appointments.NewBooking{Start: *start, End: *end, Title: *title, Attendee: *attendee, Notes: *notes}, *key)
 		if err != nil {
 			return cliError(err)
@@ -120,7 +120,7 @@ func (c *appointmentsCLI) list(args []string) error {
 	if to.IsZero() {
 		*to = from.AddDate(0, 0, 31)
 	}
-	return c.withStore(func(store *appointments.Bookings) error {
+	return c.withStore(func(store appointments.BookingStore) error {
 		list, err := store.List(c.ctx, *from, *to, *cancelled)
 		if err != nil {
 			return cliError(err)

@@ -80,7 +80,7 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 
 	in := &sitesearch.Ingester{
-		Store:    sitesearch.NewStore(db, embedder.Dimensions()),
+		Index:    postgres.NewSiteIndex(db, embedder.Dimensions()),
 		Embedder: embedder,
 		Ledger:   costguard.NewLedger(db.Pool),
 		Reindex:  *reindex,

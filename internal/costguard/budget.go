@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sitetools/sitetools/internal/postgres"
+	"github.com/sitetools/sitetools/internal/postgres/pgerr"
 )
 
 // ErrBudgetExhausted means today's budget cannot cover the call.
@@ -63,7 +63,7 @@ func (b *Budget) Reserve(ctx context.Context, tokens int64) (*Reservation, error
 		return nil, ErrBudgetExhausted
 	}
 	if err != nil {
-		return nil, postgres.Wrap("costguard.Reserve", err)
+		return nil, pgerr.Wrap("costguard.Reserve", err)
 	}
 	return &Reservation{b: b, day: day, tokens: tokens}, nil
 }
@@ -89,7 +89,7 @@ func (r *Reservation) finish(ctx context.Context, used int64) error {
 	_, err := r.b.pool.Exec(ctx, `UPDATE budgets SET reserved = greatest(reserved - $3, 0), used = used + $4
 		WHERE day = $1 AND kind = $2`, r.day, r.b.kind, r.tokens, used)
 	if err != nil {
-		return postgres.Wrap("costguard.Settle", err)
+		return pgerr.Wrap("costguard.Settle", err)
 	}
 	return nil
 }
@@ -109,7 +109,7 @@ func (b *Budget) Today(ctx context.Context) (Usage, error) {
 	u := Usage{Day: day.Format(time.DateOnly), Kind: b.kind, Limit: b.limit}
 	err := b.pool.QueryRow(ctx, `SELECT reserved, used FROM budgets WHERE day = $1 AND kind = $2`, day, b.kind).Scan(&u.Reserved, &u.Used)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return u, fmt.Errorf("costguard.Today: %w", postgres.Wrap("query", err))
+		return u, fmt.Errorf("costguard.Today: %w", pgerr.Wrap("query", err))
 	}
 	return u, nil
 }

@@ -18,7 +18,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/sitetools/sitetools/internal/llm"
-	"github.com/sitetools/sitetools/internal/postgres"
+	"github.com/sitetools/sitetools/internal/postgres/pgerr"
 	"github.com/sitetools/sitetools/tools"
 )
 
@@ -166,7 +166,7 @@ func (q *QueryEmbedder) load(ctx context.Context, key [32]byte, channel, tool, q
 		}
 		return embedResult{vec: v}, nil
 	case !errors.Is(err, pgx.ErrNoRows):
-		return embedResult{}, postgres.Wrap("costguard.EmbedQuery: cache", err)
+		return embedResult{}, pgerr.Wrap("costguard.EmbedQuery: cache", err)
 	}
 
 	// A conservative estimate: providers' tokenizers differ a little from ours.

@@ -7,12 +7,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"net"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,8 +20,8 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
+	"github.com/sitetools/sitetools/internal/postgres/pgerr"
 	"github.com/sitetools/sitetools/migrations"
-	"github.com/sitetools/sitetools/tools"
 )
 
 // DB is the connection pool plus what the service asks of the database itself.
@@ -167,40 +164,9 @@ func (e *SchemaOutdatedError) Error() string {
 }
 
 // Wrap turns an error that means "the database cannot be reached" into a
-// tools.Unavailable error, and wraps anything else with op.
-func Wrap(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if IsUnavailable(err) {
-		return tools.Unavailable("the database", fmt.Errorf("%s: %w", op, err))
-	}
-	return fmt.Errorf("%s: %w", op, err)
-}
+// tools.Unavailable error, and wraps anything else with op; see pgerr.Wrap.
+func Wrap(op string, err error) error { return pgerr.Wrap(op, err) }
 
-// IsUnavailable reports whether err means the database is down or unreachable, as
-// opposed to a bad query.
-func IsUnavailable(err error) bool {
-	var connErr *pgconn.ConnectError
-	if errors.As(err, &connErr) {
-		return true
-	}
-	var netErr net.Error
-	if errors.As(err, &netErr) {
-		return true
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch pgErr.Code[:2] {
-		case "08", "57", "53": // connection exception, operator intervention, insufficient resources
-			return true
-		}
-		return false
-	}
-	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
-		return true
-	}
-	return errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
-}
+// IsUnavailable reports whether err means the database is down or unreachable; see
+// pgerr.IsUnavailable.
+func IsUnavailable(err error) bool { return pgerr.IsUnavailable(err) }

@@ -110,18 +110,11 @@ func TestImportDirection(t *testing.T) {
 		{"internal/costguard", "server", "the cost guard knows nothing of HTTP"},
 		{"internal/assistant", "server", "the chat loop knows nothing of HTTP"},
 		{"internal/assistant", "internal/postgres", "the chat loop reaches storage through its ledger and budget"},
+		{"tools", "internal/postgres", "tools declare the storage they need; internal/postgres implements it"},
 		{"server", "internal/app", "the root builds the HTTP application, not the other way"},
 		{"server", "internal/cli", "the command line is the outermost layer"},
 		{"internal/app", "internal/cli", "the command line is the outermost layer"},
 	}
-	// Exceptions that exist today; each is to go, never to grow (issue 15: storage named
-	// after its dependency, in internal/postgres, behind interfaces the tools declare).
-	known := map[string]bool{
-		"tools/sitesearch -> internal/postgres":   true,
-		"tools/appointments -> internal/postgres": true,
-	}
-	forbidden = append(forbidden, rule{"tools", "internal/postgres", "tools declare the storage they need; internal/postgres implements it"})
-	seen := map[string]bool{}
 	for _, f := range goFiles(t) {
 		if f.test {
 			continue
@@ -133,11 +126,6 @@ func TestImportDirection(t *testing.T) {
 			}
 			for _, imp := range own {
 				if r.to == "" && !under(imp, f.pkg) || r.to != "" && under(imp, r.to) {
-					key := f.pkg + " -> " + imp
-					if known[key] {
-						seen[key] = true
-						continue
-					}
 					t.Errorf("%s imports %s: %s", f.rel, imp, r.why)
 				}
 			}
@@ -159,11 +147,6 @@ func TestImportDirection(t *testing.T) {
 			if imp == "internal/app" && !slices.Contains([]string{"internal/cli", "bench"}, f.pkg) {
 				t.Errorf("%s imports internal/app: only the command line and the bench build the service", f.rel)
 			}
-		}
-	}
-	for key := range known {
-		if !seen[key] {
-			t.Errorf("the known exception %q is gone: remove it from the list", key)
 		}
 	}
 }

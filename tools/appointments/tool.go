@@ -123,17 +123,17 @@ func (a *Availability) handle(ctx context.Context, raw json.RawMessage) (*tools.
 	if in.Timezone != "" {
 		l, err := loadZone(in.Timezone)
 		if err != nil {
-			return tools.ErrorResult("Unknown time zone %q: use an IANA name such as Europe/Berlin or America/New_York.", clipID(in.Timezone)), nil
+			return tools.ErrorResult("Unknown time zone %q: use an IANA name such as Europe/Berlin or America/New_York.", tools.Truncate(in.Timezone, 40)), nil
 		}
 		loc = l
 	}
 	from, _, err := parseTime(in.From, loc)
 	if err != nil {
-		return tools.ErrorResult("from %q is not a date (2026-12-01) or a date-time with offset (2026-12-01T09:00:00+01:00).", clipID(in.From)), nil
+		return tools.ErrorResult("from %q is not a date (2026-12-01) or a date-time with offset (2026-12-01T09:00:00+01:00).", tools.Truncate(in.From, 40)), nil
 	}
 	to, toDate, err := parseTime(in.To, loc)
 	if err != nil {
-		return tools.ErrorResult("to %q is not a date (2026-12-01) or a date-time with offset (2026-12-01T17:00:00+01:00).", clipID(in.To)), nil
+		return tools.ErrorResult("to %q is not a date (2026-12-01) or a date-time with offset (2026-12-01T17:00:00+01:00).", tools.Truncate(in.To, 40)), nil
 	}
 	if toDate {
 		to = to.AddDate(0, 0, 1) // a date as the end includes that day

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
 	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools"
@@ -54,7 +55,7 @@ func mustZone(name string) *time.Location {
 type env struct {
 	srv      *httptest.Server
 	admin    *httptest.Server
-	bookings *appointments.Bookings
+	bookings *postgres.Bookings
 	logs     *lockedBuffer
 	reg      *prometheus.Registry
 	output   json.RawMessage // the tool's output schema
@@ -78,7 +79,7 @@ func newEnv(t *testing.T, extra ...appointments.BusySource) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{bookings: appointments.NewBookings(db), logs: &lockedBuffer{}, reg: prometheus.NewRegistry()}
+	e := &env{bookings: postgres.NewBookings(db), logs: &lockedBuffer{}, reg: prometheus.NewRegistry()}
 	avail := &appointments.Availability{Schedule: sched, Sources: append([]appointments.BusySource{e.bookings}, extra...), Now: func() time.Time { return now }}
 	tool, err := avail.Tool()
 	if err != nil {

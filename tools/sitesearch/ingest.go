@@ -2,23 +2,18 @@ package sitesearch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/pgvector/pgvector-go"
-
 	"github.com/sitetools/sitetools/internal/costguard"
 	"github.com/sitetools/sitetools/internal/llm"
-	"github.com/sitetools/sitetools/internal/postgres"
 )
 
 // Ingester keeps the index in step with a source of pages: unchanged pages cost
 // nothing, changed pages re-embed only their changed chunks, and pages gone from the
 // source are removed.
 type Ingester struct {
-	Store    *Store
+	Index    Index
 	Embedder llm.Embedder
 	Ledger   *costguard.Ledger // nil: embedding calls are not recorded
 	Chunking ChunkOptions
@@ -59,11 +54,11 @@ func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestS
 	var st IngestStats
 	model, dims := in.Embedder.Model(), in.Embedder.Dimensions()
 	if !in.Reindex {
-		if err := in.Store.CheckModel(ctx, model, dims); err != nil {
+		if err := in.Index.CheckModel(ctx, model, dims); err != nil {
 			return st, err
 		}
 	}
-	if err := in.Store.prepare(ctx, model, dims, in.Reindex); err != nil {
+	if err := in.Index.Prepare(ctx, model, dims, in.Reindex); err != nil {
 		return st, err
 	}
 	seen := map[string]bool{}
@@ -90,31 +85,26 @@ func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestS
 		urls = append(urls, u)
 	}
 	urls = append(urls, failed...)
-	tag, err := in.Store.db.Pool.Exec(ctx, `DELETE FROM pages WHERE source = $1 AND NOT (url = ANY($2))`, source, urls)
-	if err != nil {
-		return st, postgres.Wrap("sitesearch.Sync", err)
+	if st.Removed, err = in.Index.RemoveOthers(ctx, source, urls); err != nil {
+		return st, fmt.Errorf("sitesearch.Sync: %w", err)
 	}
-	st.Removed = int(tag.RowsAffected())
 	return st, nil
 }
 
 func (in *Ingester) put(ctx context.Context, source string, doc *Document, st *IngestStats) error {
-	pool := in.Store.db.Pool
 	hash := DocumentHash(doc)
-	var oldHash string
-	err := pool.QueryRow(ctx, `SELECT content_hash FROM pages WHERE url = $1`, doc.URL).Scan(&oldHash)
+	oldHash, known, err := in.Index.PageHash(ctx, doc.URL)
 	switch {
-	case err == nil && oldHash == hash:
+	case err != nil:
+		return err
+	case known && oldHash == hash:
 		st.Unchanged++
 		// The page may have moved between sources; it is still present.
-		_, err := pool.Exec(ctx, `UPDATE pages SET source = $2 WHERE url = $1 AND source <> $2`, doc.URL, source)
-		return postgres.Wrap("sitesearch.put", err)
-	case err == nil:
+		return in.Index.SetSource(ctx, doc.URL, source)
+	case known:
 		st.Updated++
-	case errors.Is(err, pgx.ErrNoRows):
-		st.Added++
 	default:
-		return postgres.Wrap("sitesearch.put", err)
+		st.Added++
 	}
 
 	opts := in.Chunking
@@ -126,35 +116,14 @@ func (in *Ingester) put(ctx context.Context, source string, doc *Document, st *I
 	if err != nil {
 		return err
 	}
-
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		return postgres.Wrap("sitesearch.put", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	var pageID int64
-	err = tx.QueryRow(ctx, `INSERT INTO pages (url, path, title, lang, body, content_hash, source) VALUES ($1, $2, $3, $4, $5, $6, $7)
-		ON CONFLICT (url) DO UPDATE SET path = EXCLUDED.path, title = EXCLUDED.title, lang = EXCLUDED.lang, body = EXCLUDED.body,
-			content_hash = EXCLUDED.content_hash, source = EXCLUDED.source, updated_at = now()
-		RETURNING id`, doc.URL, doc.Path, doc.Title, doc.Lang, pageBody(doc), hash, source).Scan(&pageID)
-	if err != nil {
-		return postgres.Wrap("sitesearch.put", err)
-	}
-	if _, err := tx.Exec(ctx, `DELETE FROM chunks WHERE page_id = $1`, pageID); err != nil {
-		return postgres.Wrap("sitesearch.put", err)
-	}
-	// A batch, not COPY: regconfig has no binary input from text.
 	cfg := tsConfig(doc.Lang)
-	batch := &pgx.Batch{}
-	for _, c := range chunks {
-		batch.Queue(`INSERT INTO chunks (page_id, ord, heading, anchor, body, content_hash, ts_config, context, embedding)
-			VALUES ($1, $2, $3, $4, $5, $6, $7::regconfig, $8, $9)`,
-			pageID, c.Ord, c.Heading, c.Anchor, c.Text, c.Hash, cfg, contextLine(doc, c), pgvector.NewVector(vectors[c.Ord]))
+	records := make([]ChunkRecord, len(chunks))
+	for i, c := range chunks {
+		records[i] = ChunkRecord{Ord: c.Ord, Heading: c.Heading, Anchor: c.Anchor, Text: c.Text, Hash: c.Hash,
+			TSConfig: cfg, Context: contextLine(doc, c), Vector: vectors[c.Ord]}
 	}
-	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-		return postgres.Wrap("sitesearch.put", err)
-	}
-	return postgres.Wrap("sitesearch.put", tx.Commit(ctx))
+	page := PageRecord{URL: doc.URL, Path: doc.Path, Title: doc.Title, Lang: doc.Lang, Body: pageBody(doc), Hash: hash, Source: source}
+	return in.Index.PutPage(ctx, page, records)
 }
 
 // vectors returns one embedding per chunk, reusing the stored embedding of any chunk
@@ -164,23 +133,9 @@ func (in *Ingester) vectors(ctx context.Context, doc *Document, chunks []Chunk, 
 	for i, c := range chunks {
 		hashes[i] = c.Hash
 	}
-	known := map[string][]float32{}
-	rows, err := in.Store.db.Pool.Query(ctx, `SELECT DISTINCT ON (content_hash) content_hash, embedding FROM chunks WHERE content_hash = ANY($1)`, hashes)
+	known, err := in.Index.StoredVectors(ctx, hashes)
 	if err != nil {
-		return nil, postgres.Wrap("sitesearch.vectors", err)
-	}
-	for rows.Next() {
-		var h string
-		var v pgvector.Vector
-		if err := rows.Scan(&h, &v); err != nil {
-			rows.Close()
-			return nil, postgres.Wrap("sitesearch.vectors", err)
-		}
-		known[h] = v.Slice()
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, postgres.Wrap("sitesearch.vectors", err)
+		return nil, err
 	}
 
 	out := make([][]float32, len(chunks))

@@ -21,7 +21,7 @@ type QueryEmbedder interface {
 
 // Options configure the tools.
 type Options struct {
-	Store          *Store
+	Index          Index
 	Embedder       QueryEmbedder
 	MaxQueryChars  int // default 300
 	MaxQueryTokens int // default 96
@@ -30,7 +30,7 @@ type Options struct {
 
 // Tools returns search_site and get_page.
 func Tools(opts Options) ([]tools.Tool, error) {
-	if opts.Store == nil || opts.Embedder == nil {
+	if opts.Index == nil || opts.Embedder == nil {
 		return nil, fmt.Errorf("sitesearch.Tools: store and embedder are required")
 	}
 	if opts.MaxQueryChars <= 0 {
@@ -155,12 +155,15 @@ func (s *searcher) search(ctx context.Context, raw json.RawMessage) (*tools.Resu
 	if err != nil {
 		return nil, err
 	}
-	hits, err := s.opts.Store.Search(ctx, Query{Text: a.Query, Vector: vec, Limit: a.Limit, Lang: a.Lang, PathPrefix: a.PathPrefix})
+	hits, err := s.opts.Index.Search(ctx, Query{Text: a.Query, Vector: vec, Limit: a.Limit, Lang: a.Lang, PathPrefix: a.PathPrefix})
 	if err != nil {
 		return nil, err
 	}
 	if hits == nil {
 		hits = []Hit{}
+	}
+	for i := range hits {
+		hits[i].Snippet = boundSnippet(hits[i].Snippet, maxSnippetRunes)
 	}
 	return tools.StructuredResult(searchOutput{Results: hits, Degraded: degraded})
 }
@@ -185,11 +188,11 @@ func (s *searcher) getPage(ctx context.Context, raw json.RawMessage) (*tools.Res
 		u.Fragment, u.RawQuery = "", ""
 		key = u.String()
 	}
-	p, err := s.opts.Store.Page(ctx, key)
+	p, err := s.opts.Index.Page(ctx, key)
 	if err == nil && p == nil {
 		// An absolute URL of this site whose stored form differs (host, scheme): try its path.
 		if u, perr := url.Parse(key); perr == nil && u.IsAbs() && u.Path != "" {
-			p, err = s.opts.Store.Page(ctx, u.Path)
+			p, err = s.opts.Index.Page(ctx, u.Path)
 		}
 	}
 	if err != nil {

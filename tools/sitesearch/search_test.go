@@ -67,7 +67,7 @@ func newSearchEnv(t *testing.T, o envOptions) *searchEnv {
 	}
 	ctx := context.Background()
 	ledger := costguard.NewLedger(e.db.Pool)
-	in := &sitesearch.Ingester{Store: sitesearch.NewStore(e.db, 384), Embedder: e.embedder, Ledger: ledger}
+	in := &sitesearch.Ingester{Index: postgres.NewSiteIndex(e.db, 384), Embedder: e.embedder, Ledger: ledger}
 	if _, err := in.Sync(ctx, "dir:demo", walkDemo); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func newSearchEnv(t *testing.T, o envOptions) *searchEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	searchTools, err := sitesearch.Tools(sitesearch.Options{Store: sitesearch.NewStore(e.db, 384), Embedder: qe, MaxQueryChars: o.maxChars, MaxQueryTokens: 60})
+	searchTools, err := sitesearch.Tools(sitesearch.Options{Index: postgres.NewSiteIndex(e.db, 384), Embedder: qe, MaxQueryChars: o.maxChars, MaxQueryTokens: 60})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestProviderDownDegradesToFullText(t *testing.T) {
 func TestReingest(t *testing.T) {
 	e := newSearchEnv(t, envOptions{})
 	ctx := context.Background()
-	in := &sitesearch.Ingester{Store: sitesearch.NewStore(e.db, 384), Embedder: e.embedder}
+	in := &sitesearch.Ingester{Index: postgres.NewSiteIndex(e.db, 384), Embedder: e.embedder}
 	before := e.fake.Calls()
 	st, err := in.Sync(ctx, "dir:demo", walkDemo)
 	if err != nil {
@@ -395,12 +395,12 @@ func TestReingest(t *testing.T) {
 func TestModelMismatchIsRefused(t *testing.T) {
 	e := newSearchEnv(t, envOptions{local: true})
 	other, _ := llm.NewLocal(256)
-	store := sitesearch.NewStore(e.db, 256)
+	store := postgres.NewSiteIndex(e.db, 256)
 	err := store.CheckModel(context.Background(), other.Model(), other.Dimensions())
 	if err == nil || !strings.Contains(err.Error(), "--reindex") {
 		t.Fatalf("CheckModel = %v", err)
 	}
-	in := &sitesearch.Ingester{Store: store, Embedder: other}
+	in := &sitesearch.Ingester{Index: store, Embedder: other}
 	if _, err := in.Sync(context.Background(), "dir:demo", walkDemo); err == nil {
 		t.Fatal("ingest with another dimension was not refused")
 	}

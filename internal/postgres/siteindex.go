@@ -1,0 +1,252 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/sitetools/sitetools/tools/sitesearch"
+)
+
+// SiteIndex is the search index of sitesearch in PostgreSQL: pages, their chunks with
+// embeddings and full-text vectors, and which model produced the embeddings. It
+// implements sitesearch.Index.
+type SiteIndex struct {
+	db   *DB
+	dims int
+}
+
+// NewSiteIndex returns the index for embeddings of dims dimensions.
+func NewSiteIndex(db *DB, dims int) *SiteIndex { return &SiteIndex{db: db, dims: dims} }
+
+// CheckModel returns a *sitesearch.ErrModelMismatch when the index was built by another
+// model or dimension. An empty index matches anything.
+func (s *SiteIndex) CheckModel(ctx context.Context, model string, dims int) error {
+	var haveModel string
+	var haveDims int
+	err := s.db.Pool.QueryRow(ctx, `SELECT model, dimensions FROM index_meta`).Scan(&haveModel, &haveDims)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return Wrap("postgres.SiteIndex.CheckModel", err)
+	}
+	if haveModel != model || haveDims != dims {
+		return &sitesearch.ErrModelMismatch{HaveModel: haveModel, WantModel: model, HaveDims: haveDims, WantDims: dims}
+	}
+	return nil
+}
+
+// Prepare records the model and makes sure the HNSW index for the dimension exists.
+// With reset, every page and chunk is removed first (a re-index with another model).
+func (s *SiteIndex) Prepare(ctx context.Context, model string, dims int, reset bool) error {
+	tx, err := s.db.Pool.Begin(ctx)
+	if err != nil {
+		return Wrap("postgres.SiteIndex.Prepare", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if reset {
+		if err := dropIndex(ctx, tx); err != nil {
+			return Wrap("postgres.SiteIndex.Prepare", err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO index_meta (model, dimensions) VALUES ($1, $2)
+		ON CONFLICT (singleton) DO UPDATE SET updated_at = now()
+		WHERE index_meta.model = EXCLUDED.model AND index_meta.dimensions = EXCLUDED.dimensions`, model, dims); err != nil {
+		return Wrap("postgres.SiteIndex.Prepare", err)
+	}
+	if _, err := tx.Exec(ctx, fmt.Sprintf(`CREATE INDEX IF NOT EXISTS chunks_embedding_hnsw_%[1]d ON chunks
+		USING hnsw ((embedding::vector(%[1]d)) vector_cosine_ops)`, dims)); err != nil {
+		return Wrap("postgres.SiteIndex.Prepare", err)
+	}
+	return Wrap("postgres.SiteIndex.Prepare", tx.Commit(ctx))
+}
+
+// dropIndex removes every page, chunk, cached query embedding and the model record, and
+// the HNSW indexes, which of another dimension would refuse the new vectors.
+func dropIndex(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, `TRUNCATE pages, chunks, embedding_cache`); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM index_meta`); err != nil {
+		return err
+	}
+	rows, err := tx.Query(ctx, `SELECT indexname FROM pg_indexes WHERE tablename = 'chunks' AND indexname LIKE 'chunks_embedding_hnsw_%'`)
+	if err != nil {
+		return err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if _, err := tx.Exec(ctx, `DROP INDEX `+pgx.Identifier{n}.Sanitize()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// candidates is how many chunks each ranking contributes to the fusion.
+const candidates = 40
+
+// rrfK is reciprocal rank fusion's constant.
+const rrfK = 60
+
+// searchSQL fuses a vector kNN ranking and a full-text ranking of chunks by reciprocal
+// rank fusion, keeps each page's best chunk, and builds its snippet: one round trip.
+// The full-text query ORs the query's lexemes under English, German and simple parsing,
+// so a question needs not contain every word of a page.
+const searchSQL = `
+WITH q AS (
+	SELECT (coalesce(en.q, ''::tsquery) || coalesce(de.q, ''::tsquery) || coalesce(si.q, ''::tsquery)) AS fq
+	FROM (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('english', $1))) l) en,
+	     (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('german', $1))) l) de,
+	     (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('simple', $1))) l) si
+),
+vec AS (
+	SELECT id, row_number() OVER (ORDER BY dist) AS rank FROM (
+		SELECT c.id, c.embedding::vector(%[1]d) <=> $2::vector(%[1]d) AS dist
+		FROM chunks c JOIN pages p ON p.id = c.page_id
+		WHERE $2::vector IS NOT NULL AND ($4 = '' OR p.lang = $4) AND p.path LIKE $5 || '%%'
+		ORDER BY c.embedding::vector(%[1]d) <=> $2::vector(%[1]d)
+		LIMIT %[2]d) s
+),
+fts AS (
+	SELECT id, row_number() OVER (ORDER BY r DESC, id) AS rank FROM (
+		SELECT c.id, ts_rank_cd(c.tsv, q.fq, 32) AS r
+		FROM chunks c JOIN pages p ON p.id = c.page_id, q
+		WHERE numnode(q.fq) > 0 AND c.tsv @@ q.fq AND ($4 = '' OR p.lang = $4) AND p.path LIKE $5 || '%%'
+		ORDER BY r DESC, c.id
+		LIMIT %[2]d) s
+),
+fused AS (
+	SELECT id, sum(1.0 / (%[3]d + rank)) AS score FROM (SELECT * FROM vec UNION ALL SELECT * FROM fts) u GROUP BY id
+),
+best AS (
+	SELECT DISTINCT ON (c.page_id) c.page_id, c.id, f.score
+	FROM fused f JOIN chunks c ON c.id = f.id
+	ORDER BY c.page_id, f.score DESC, c.ord
+)
+SELECT p.title, p.url, c.anchor,
+       CASE WHEN numnode(q.fq) > 0
+            THEN ts_headline(c.ts_config, c.body, q.fq, 'MaxWords=32, MinWords=16, MaxFragments=2, FragmentDelimiter=" … ", StartSel=**, StopSel=**')
+            ELSE left(c.body, 240) END,
+       b.score
+FROM best b JOIN chunks c ON c.id = b.id JOIN pages p ON p.id = b.page_id, q
+ORDER BY b.score DESC, p.url
+LIMIT $3`
+
+// SearchSQL is the statement SiteIndex.Search runs for embeddings of dims dimensions, with
+// parameters (text, vector, limit, lang, pathPrefix). Benchmarks run it directly.
+func SearchSQL(dims int) string { return fmt.Sprintf(searchSQL, dims, candidates, rrfK) }
+
+// Search returns up to q.Limit pages, best first.
+func (s *SiteIndex) Search(ctx context.Context, q sitesearch.Query) ([]sitesearch.Hit, error) {
+	var vec any
+	if q.Vector != nil {
+		vec = pgvector.NewVector(q.Vector)
+	}
+	rows, err := s.db.Pool.Query(ctx, SearchSQL(s.dims), q.Text, vec, q.Limit, q.Lang, q.PathPrefix)
+	if err != nil {
+		return nil, Wrap("postgres.SiteIndex.Search", err)
+	}
+	hits, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (sitesearch.Hit, error) {
+		var h sitesearch.Hit
+		err := r.Scan(&h.Title, &h.URL, &h.Anchor, &h.Snippet, &h.Score)
+		return h, err
+	})
+	return hits, Wrap("postgres.SiteIndex.Search", err)
+}
+
+// Page finds a page by absolute URL or by path; nil when there is none.
+func (s *SiteIndex) Page(ctx context.Context, urlOrPath string) (*sitesearch.StoredPage, error) {
+	var p sitesearch.StoredPage
+	err := s.db.Pool.QueryRow(ctx, `SELECT url, path, title, lang, body FROM pages
+		WHERE url = $1 OR path = $1 ORDER BY url = $1 DESC, url LIMIT 1`, urlOrPath).Scan(&p.URL, &p.Path, &p.Title, &p.Lang, &p.Body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, Wrap("postgres.SiteIndex.Page", err)
+	}
+	return &p, nil
+}
+
+// PageHash returns the content hash the index holds for url; ok is false for a page it
+// does not hold.
+func (s *SiteIndex) PageHash(ctx context.Context, url string) (hash string, ok bool, err error) {
+	err = s.db.Pool.QueryRow(ctx, `SELECT content_hash FROM pages WHERE url = $1`, url).Scan(&hash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	return hash, err == nil, Wrap("postgres.SiteIndex.PageHash", err)
+}
+
+// SetSource records that an unchanged page now comes from source.
+func (s *SiteIndex) SetSource(ctx context.Context, url, source string) error {
+	_, err := s.db.Pool.Exec(ctx, `UPDATE pages SET source = $2 WHERE url = $1 AND source <> $2`, url, source)
+	return Wrap("postgres.SiteIndex.SetSource", err)
+}
+
+// StoredVectors returns the stored embedding of each content hash the index holds.
+func (s *SiteIndex) StoredVectors(ctx context.Context, hashes []string) (map[string][]float32, error) {
+	rows, err := s.db.Pool.Query(ctx, `SELECT DISTINCT ON (content_hash) content_hash, embedding FROM chunks WHERE content_hash = ANY($1)`, hashes)
+	if err != nil {
+		return nil, Wrap("postgres.SiteIndex.StoredVectors", err)
+	}
+	defer rows.Close()
+	known := map[string][]float32{}
+	for rows.Next() {
+		var h string
+		var v pgvector.Vector
+		if err := rows.Scan(&h, &v); err != nil {
+			return nil, Wrap("postgres.SiteIndex.StoredVectors", err)
+		}
+		known[h] = v.Slice()
+	}
+	return known, Wrap("postgres.SiteIndex.StoredVectors", rows.Err())
+}
+
+// PutPage stores a page and replaces its chunks, in one transaction.
+func (s *SiteIndex) PutPage(ctx context.Context, p sitesearch.PageRecord, chunks []sitesearch.ChunkRecord) error {
+	tx, err := s.db.Pool.Begin(ctx)
+	if err != nil {
+		return Wrap("postgres.SiteIndex.PutPage", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var pageID int64
+	err = tx.QueryRow(ctx, `INSERT INTO pages (url, path, title, lang, body, content_hash, source) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (url) DO UPDATE SET path = EXCLUDED.path, title = EXCLUDED.title, lang = EXCLUDED.lang, body = EXCLUDED.body,
+			content_hash = EXCLUDED.content_hash, source = EXCLUDED.source, updated_at = now()
+		RETURNING id`, p.URL, p.Path, p.Title, p.Lang, p.Body, p.Hash, p.Source).Scan(&pageID)
+	if err != nil {
+		return Wrap("postgres.SiteIndex.PutPage", err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM chunks WHERE page_id = $1`, pageID); err != nil {
+		return Wrap("postgres.SiteIndex.PutPage", err)
+	}
+	// A batch, not COPY: regconfig has no binary input from text.
+	batch := &pgx.Batch{}
+	for _, c := range chunks {
+		batch.Queue(`INSERT INTO chunks (page_id, ord, heading, anchor, body, content_hash, ts_config, context, embedding)
+			VALUES ($1, $2, $3, $4, $5, $6, $7::regconfig, $8, $9)`,
+			pageID, c.Ord, c.Heading, c.Anchor, c.Text, c.Hash, c.TSConfig, c.Context, pgvector.NewVector(c.Vector))
+	}
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		return Wrap("postgres.SiteIndex.PutPage", err)
+	}
+	return Wrap("postgres.SiteIndex.PutPage", tx.Commit(ctx))
+}
+
+// RemoveOthers removes the pages of source whose URL is not in keep, and returns how many.
+func (s *SiteIndex) RemoveOthers(ctx context.Context, source string, keep []string) (int, error) {
+	tag, err := s.db.Pool.Exec(ctx, `DELETE FROM pages WHERE source = $1 AND NOT (url = ANY($2))`, source, keep)
+	if err != nil {
+		return 0, Wrap("postgres.SiteIndex.RemoveOthers", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
