@@ -70,7 +70,7 @@ func (a *Availability) Tool() (tools.Tool, error) {
 		"required": ["from", "to"],
 		"additionalProperties": false
 	}`, a.maxRangeDays(), step, longest, step, int(a.Schedule.Slot/time.Minute), a.Schedule.Location)
-	return tools.Tool{
+	return tools.Typed(tools.Tool{
 		Name:  "get_free_slots",
 		Title: "Find free appointment slots",
 		Description: "Free times to book an appointment (e.g. an intro call) within a date range. " +
@@ -92,8 +92,7 @@ func (a *Availability) Tool() (tools.Tool, error) {
 			"additionalProperties": false
 		}`),
 		Annotations: tools.Annotations{ReadOnly: true, Idempotent: true},
-		Handler:     a.handle,
-	}, nil
+	}, a.handle)
 }
 
 func (a *Availability) maxRangeDays() int {
@@ -110,11 +109,7 @@ type args struct {
 	Timezone        string `json:"timezone"`
 }
 
-func (a *Availability) handle(ctx context.Context, raw json.RawMessage) (*tools.Result, error) {
-	var in args
-	if err := json.Unmarshal(raw, &in); err != nil {
-		return nil, err
-	}
+func (a *Availability) handle(ctx context.Context, in args) (Output, error) {
 	now := time.Now()
 	if a.Now != nil {
 		now = a.Now()
@@ -123,34 +118,34 @@ func (a *Availability) handle(ctx context.Context, raw json.RawMessage) (*tools.
 	if in.Timezone != "" {
 		l, err := loadZone(in.Timezone)
 		if err != nil {
-			return tools.ErrorResult("Unknown time zone %q: use an IANA name such as Europe/Berlin or America/New_York.", tools.Truncate(in.Timezone, 40)), nil
+			return Output{}, tools.Fail("Unknown time zone %q: use an IANA name such as Europe/Berlin or America/New_York.", tools.Truncate(in.Timezone, 40))
 		}
 		loc = l
 	}
 	from, _, err := parseTime(in.From, loc)
 	if err != nil {
-		return tools.ErrorResult("from %q is not a date (2026-12-01) or a date-time with offset (2026-12-01T09:00:00+01:00).", tools.Truncate(in.From, 40)), nil
+		return Output{}, tools.Fail("from %q is not a date (2026-12-01) or a date-time with offset (2026-12-01T09:00:00+01:00).", tools.Truncate(in.From, 40))
 	}
 	to, toDate, err := parseTime(in.To, loc)
 	if err != nil {
-		return tools.ErrorResult("to %q is not a date (2026-12-01) or a date-time with offset (2026-12-01T17:00:00+01:00).", tools.Truncate(in.To, 40)), nil
+		return Output{}, tools.Fail("to %q is not a date (2026-12-01) or a date-time with offset (2026-12-01T17:00:00+01:00).", tools.Truncate(in.To, 40))
 	}
 	if toDate {
 		to = to.AddDate(0, 0, 1) // a date as the end includes that day
 	}
 	if !to.After(from) {
-		return tools.ErrorResult("The range ends before it starts: to must be after from."), nil
+		return Output{}, tools.Fail("The range ends before it starts: to must be after from.")
 	}
 	maxRange := time.Duration(a.maxRangeDays()) * 24 * time.Hour
 	if to.Sub(from) > maxRange+time.Hour { // an hour of slack for a DST day in a date range
-		return tools.ErrorResult("The range is %d days long; ask for at most %d days at a time.", int(to.Sub(from).Hours()/24), a.maxRangeDays()), nil
+		return Output{}, tools.Fail("The range is %d days long; ask for at most %d days at a time.", int(to.Sub(from).Hours()/24), a.maxRangeDays())
 	}
 	horizon := now.AddDate(0, 0, a.Schedule.HorizonDays)
 	if !to.After(now) {
-		return tools.ErrorResult("The range is in the past; the earliest bookable time is %s.", now.Add(a.Schedule.MinimumNotice).In(loc).Format(time.RFC3339)), nil
+		return Output{}, tools.Fail("The range is in the past; the earliest bookable time is %s.", now.Add(a.Schedule.MinimumNotice).In(loc).Format(time.RFC3339))
 	}
 	if !from.Before(horizon) {
-		return tools.ErrorResult("The range starts after %s: appointments can be booked at most %d days ahead.", horizon.In(loc).Format(time.DateOnly), a.Schedule.HorizonDays), nil
+		return Output{}, tools.Fail("The range starts after %s: appointments can be booked at most %d days ahead.", horizon.In(loc).Format(time.DateOnly), a.Schedule.HorizonDays)
 	}
 
 	// Busy time just outside the range still matters: buffers reach into it.
@@ -161,10 +156,10 @@ func (a *Availability) handle(ctx context.Context, raw json.RawMessage) (*tools.
 		// A source that cannot say what is busy right now: fail closed, offer no slots
 		// rather than show busy time as free.
 		if errors.Is(err, ErrAvailabilityUnknown) {
-			return tools.ErrorResult("Availability is temporarily unknown (a calendar could not be read); no slots can be offered right now. Try again in a few minutes."), nil
+			return Output{}, tools.Fail("Availability is temporarily unknown (a calendar could not be read); no slots can be offered right now. Try again in a few minutes.")
 		}
 		if err != nil {
-			return nil, err
+			return Output{}, err
 		}
 		busy = append(busy, iv...)
 	}
@@ -173,7 +168,7 @@ func (a *Availability) handle(ctx context.Context, raw json.RawMessage) (*tools.
 	for i, s := range slots {
 		out.Slots[i] = OutputSlot{Start: s.Start.In(loc).Format(time.RFC3339), End: s.End.In(loc).Format(time.RFC3339)}
 	}
-	return tools.StructuredResult(out)
+	return out, nil
 }
 
 // parseTime reads a date (at local midnight in loc) or an RFC 3339 date-time.

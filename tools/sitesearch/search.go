@@ -83,7 +83,6 @@ func Tools(opts Options) ([]tools.Tool, error) {
 			"additionalProperties": false
 		}`),
 		Annotations: tools.Annotations{ReadOnly: true, Idempotent: true},
-		Handler:     s.search,
 	}
 	getPage := tools.Tool{
 		Name:  "get_page",
@@ -111,7 +110,14 @@ func Tools(opts Options) ([]tools.Tool, error) {
 			"additionalProperties": false
 		}`),
 		Annotations: tools.Annotations{ReadOnly: true, Idempotent: true},
-		Handler:     s.getPage,
+	}
+	search, err := tools.Typed(search, s.search)
+	if err != nil {
+		return nil, err
+	}
+	getPage, err = tools.Typed(getPage, s.getPage)
+	if err != nil {
+		return nil, err
 	}
 	return []tools.Tool{search, getPage}, nil
 }
@@ -132,20 +138,16 @@ type searchOutput struct {
 	Degraded string `json:"degraded,omitempty"`
 }
 
-func (s *searcher) search(ctx context.Context, raw json.RawMessage) (*tools.Result, error) {
-	var a searchArgs
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return nil, err
-	}
+func (s *searcher) search(ctx context.Context, a searchArgs) (searchOutput, error) {
 	if strings.TrimSpace(a.Query) == "" {
-		return tools.ErrorResult("The query is empty; say what to look for."), nil
+		return searchOutput{}, tools.Fail("The query is empty; say what to look for.")
 	}
 	if a.Limit == 0 {
 		a.Limit = 5
 	}
 	// Rejected before any paid call, on a token estimate of the query.
 	if n := llm.CountTokens(a.Query); n > s.opts.MaxQueryTokens {
-		return nil, &tools.Error{
+		return searchOutput{}, &tools.Error{
 			Code:    tools.CodeQueryTooLong,
 			Message: fmt.Sprintf("the query is about %d tokens long; at most %d are allowed: shorten it to its key words", n, s.opts.MaxQueryTokens),
 			Details: []tools.Detail{{Pointer: "/query", Message: fmt.Sprintf("at most %d tokens", s.opts.MaxQueryTokens)}},
@@ -153,11 +155,11 @@ func (s *searcher) search(ctx context.Context, raw json.RawMessage) (*tools.Resu
 	}
 	vec, degraded, err := s.opts.Embedder.EmbedQuery(ctx, "search_site", a.Query)
 	if err != nil {
-		return nil, err
+		return searchOutput{}, err
 	}
 	hits, err := s.opts.Index.Search(ctx, Query{Text: a.Query, Vector: vec, Limit: a.Limit, Lang: a.Lang, PathPrefix: a.PathPrefix})
 	if err != nil {
-		return nil, err
+		return searchOutput{}, err
 	}
 	if hits == nil {
 		hits = []Hit{}
@@ -165,7 +167,7 @@ func (s *searcher) search(ctx context.Context, raw json.RawMessage) (*tools.Resu
 	for i := range hits {
 		hits[i].Snippet = boundSnippet(hits[i].Snippet, maxSnippetRunes)
 	}
-	return tools.StructuredResult(searchOutput{Results: hits, Degraded: degraded})
+	return searchOutput{Results: hits, Degraded: degraded}, nil
 }
 
 type pageOutput struct {
@@ -176,13 +178,11 @@ type pageOutput struct {
 	Truncated bool   `json:"truncated"`
 }
 
-func (s *searcher) getPage(ctx context.Context, raw json.RawMessage) (*tools.Result, error) {
-	var a struct {
-		URL string `json:"url"`
-	}
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return nil, err
-	}
+type pageArgs struct {
+	URL string `json:"url"`
+}
+
+func (s *searcher) getPage(ctx context.Context, a pageArgs) (pageOutput, error) {
 	key := strings.TrimSpace(a.URL)
 	if u, err := url.Parse(key); err == nil && u.Path != "" && (u.Fragment != "" || u.RawQuery != "") {
 		u.Fragment, u.RawQuery = "", ""
@@ -196,16 +196,16 @@ func (s *searcher) getPage(ctx context.Context, raw json.RawMessage) (*tools.Res
 		}
 	}
 	if err != nil {
-		return nil, err
+		return pageOutput{}, err
 	}
 	if p == nil {
-		return tools.ErrorResult("No page %q is indexed on this site. Use search_site to find the page, then pass its url.", clip(key, 200)), nil
+		return pageOutput{}, tools.Fail("No page %q is indexed on this site. Use search_site to find the page, then pass its url.", clip(key, 200))
 	}
 	text, truncated := p.Body, false
 	if r := []rune(text); len(r) > s.opts.MaxPageChars {
 		text, truncated = string(r[:s.opts.MaxPageChars]), true
 	}
-	return tools.StructuredResult(pageOutput{Title: p.Title, URL: p.URL, Lang: p.Lang, Text: text, Truncated: truncated})
+	return pageOutput{Title: p.Title, URL: p.URL, Lang: p.Lang, Text: text, Truncated: truncated}, nil
 }
 
 func clip(s string, n int) string {
