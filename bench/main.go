@@ -163,193 +163,76 @@ func bareCatalog(cat *tools.Catalog) http.Handler {
 	})
 }
 
+// bench is one run: the services it started, and the scenarios it measures.
+type bench struct {
+	ctx      context.Context
+	s        settings
+	stderr   io.Writer
+	adminURL string // TEST_DATABASE_URL
+	dbURL    string // the benchmarked service's database
+	svc      *service
+	bareAddr string
+	cat      *tools.Catalog
+	basePool *postgres.DB
+	tmp      string       // holds the serve binary and the Node peer's files
+	bin      *serveBinary // built when a scenario needs it
+	nodeRows []deployedRow
+}
+
+// pending is a scenario to build just before it is measured; what it started is stopped
+// after.
+type pending struct {
+	name  string
+	build func() (scenario, func(), error)
+}
+
 func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	s, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
 	}
 	rep := report{started: time.Now()}
-	adminURL := os.Getenv("TEST_DATABASE_URL")
-	if adminURL == "" {
+	b := &bench{ctx: ctx, s: s, stderr: stderr, adminURL: os.Getenv("TEST_DATABASE_URL")}
+	if b.adminURL == "" {
 		return errors.New("TEST_DATABASE_URL is not set: run `make bench`, which starts PostgreSQL with pgvector")
 	}
-	setupCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	dbURL, err := prepareDatabase(setupCtx, adminURL)
+	stop, err := b.setup()
 	if err != nil {
 		return err
 	}
-	// Sides are labelled in CPU profiles only: the hook costs a little per request.
-	subjectLabel, baselineLabel := "", ""
-	if s.cpuprofile != "" {
-		subjectLabel, baselineLabel = "sitetools", "net/http"
-	}
-	svc, err := startService(setupCtx, dbURL, subjectLabel)
-	if err != nil {
-		return err
-	}
-	defer svc.close()
-	cat := svc.svc.HTTP.Registry().Catalog()
-	bare, bareAddr, err := serve(bareCatalog(cat), baselineLabel)
-	if err != nil {
-		return err
-	}
-	defer shutdown(bare)
-	// The search baseline's pool: opened as the service opens its own.
-	basePool, err := postgres.Open(setupCtx, dbURL, svc.cfg.DatabaseMaxConns)
-	if err != nil {
-		return err
-	}
-	defer basePool.Close()
-
-	// The serve binary and the Node peer are built and installed once, when a scenario
-	// needing them is selected; the temporary directory holds the binary and the catalog.
-	tmp, err := os.MkdirTemp("", "sitetools-bench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	var bin *serveBinary
-	needBin := func() (*serveBinary, error) {
-		if bin != nil {
-			return bin, nil
-		}
-		var err error
-		bin, err = buildServe(ctx, tmp, dbURL, stderr)
-		return bin, err
-	}
-
-	// Scenarios in the order they run: the in-process ones, then those on subprocesses.
-	// Each is built just before it is measured, and what it started is stopped after.
-	type pending struct {
-		name  string
-		build func() (scenario, func(), error)
-	}
-	static := func(sc scenario) pending {
-		return pending{sc.name, func() (scenario, func(), error) { return sc, nil, nil }}
-	}
-	var all []pending
-	for _, sc := range scenarios(svc.addr, bareAddr, cat) {
-		all = append(all, static(sc))
-	}
-	for _, c := range s.searchConns {
-		all = append(all, pending{searchScenarioName(c), func() (scenario, func(), error) {
-			sc, err := searchScenario(ctx, svc, basePool, c)
-			return sc, nil, err
-		}})
-	}
-	all = append(all, static(mcpListScenario(svc)))
-	mcpConns := slices.Min(s.searchConns)
-	all = append(all, pending{mcpSearchName(mcpConns), func() (scenario, func(), error) {
-		sc, err := mcpSearchScenario(svc, mcpConns)
-		return sc, nil, err
-	}})
-	all = append(all, pending{slotsName(), func() (scenario, func(), error) { return slotsScenario(ctx, adminURL) }})
-	var nodeRows []deployedRow
-	all = append(all, pending{nodeName, func() (scenario, func(), error) {
-		b, err := needBin()
-		if err != nil {
-			return scenario{}, nil, err
-		}
-		peer, err := preparePeer(ctx, stderr)
-		if err != nil {
-			return scenario{}, nil, err
-		}
-		return nodeScenario(ctx, b, peer, tmp, &nodeRows)
-	}})
-	var selected []pending
-	for _, p := range all {
-		if s.run.MatchString(p.name) {
-			selected = append(selected, p)
-		}
-	}
-	var deployed []deployedCase
-	for _, c := range deployedCases(s) {
-		if s.run.MatchString(deployedPrefix + c.name) {
-			deployed = append(deployed, c)
-		}
-	}
-	runRate := s.run.MatchString(rateName)
-	runHNSW := s.run.MatchString(hnswName)
-	runTokens := s.run.MatchString(tokensName)
+	defer stop()
+	selected, deployed := b.selected()
+	runRate, runHNSW, runTokens := s.run.MatchString(rateName), s.run.MatchString(hnswName), s.run.MatchString(tokensName)
 	if len(selected) == 0 && len(deployed) == 0 && !runRate && !runHNSW && !runTokens {
 		return fmt.Errorf("no scenario matches -run %q", s.run)
 	}
-
 	if s.cpuprofile != "" {
-		f, err := os.Create(s.cpuprofile)
+		stopProfile, err := startProfile(s.cpuprofile)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stopProfile()
 	}
-
 	if runTokens {
 		// First, on a quiet process: it times single calls.
 		if rep.tokens, err = measureTokens(); err != nil {
 			return fmt.Errorf("%s: %w", tokensName, err)
 		}
 	}
-	rep.command = command(adminURL, args)
-	rep.s = s
-	rep.catalog = len(cat.JSON)
-	for _, p := range selected {
-		sc, teardown, err := p.build()
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
-		}
-		res, err := measure(ctx, sc, s, stderr)
-		if teardown != nil {
-			teardown()
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", sc.name, err)
-		}
-		rep.results = append(rep.results, res)
-		if p.name == nodeName {
-			addNodeRows(nodeRows, res, cmp.Or(sc.conns, s.conns))
-		}
+	rep.command, rep.s, rep.catalog = command(b.adminURL, args), s, len(b.cat.JSON)
+	if err := b.measureAll(&rep, selected, deployed, runRate); err != nil {
+		return err
 	}
-	for _, c := range deployed {
-		b, err := needBin()
-		if err != nil {
-			return err
-		}
-		row, err := runDeployed(ctx, b, c, s, stderr)
-		if err != nil {
-			return fmt.Errorf("%s%s: %w", deployedPrefix, c.name, err)
-		}
-		rep.deployed = append(rep.deployed, row)
-	}
-	rep.deployed = append(rep.deployed, nodeRows...)
-	if runRate {
-		b, err := needBin()
-		if err != nil {
-			return err
-		}
-		if rep.rate, err = rateScenario(ctx, b, s.rounds, stderr); err != nil {
-			return fmt.Errorf("%s: %w", rateName, err)
-		}
-		rep.deployed = append(rep.deployed, rep.rate.row)
-	}
-	rep.bin = bin
 	// Last, so that building the index cannot disturb the load scenarios' rounds.
 	if runHNSW {
-		h, err := measureHNSW(ctx, adminURL, s.hnsw, stderr)
-		if err != nil {
+		if rep.hnsw, err = measureHNSW(ctx, b.adminURL, s.hnsw, stderr); err != nil {
 			return fmt.Errorf("%s: %w", hnswName, err)
 		}
-		rep.hnsw = h
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	rep.took = time.Since(rep.started)
-
 	text := rep.text()
 	fmt.Fprint(stdout, text)
 	if s.out != "" {
@@ -359,30 +242,200 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintf(stderr, "wrote %s\n", path)
 	}
+	return rep.failures(s.strict)
+}
+
+// setup prepares the database and starts the service, the bare baseline and the
+// baseline's pool; stop stops them.
+func (b *bench) setup() (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	setupCtx, cancel := context.WithTimeout(b.ctx, time.Minute)
+	defer cancel()
+	if b.dbURL, err = prepareDatabase(setupCtx, b.adminURL); err != nil {
+		return nil, err
+	}
+	// Sides are labelled in CPU profiles only: the hook costs a little per request.
+	subjectLabel, baselineLabel := "", ""
+	if b.s.cpuprofile != "" {
+		subjectLabel, baselineLabel = "sitetools", "net/http"
+	}
+	if b.svc, err = startService(setupCtx, b.dbURL, subjectLabel); err != nil {
+		return nil, err
+	}
+	stops = append(stops, b.svc.close)
+	b.cat = b.svc.svc.HTTP.Registry().Catalog()
+	bare, bareAddr, err := serve(bareCatalog(b.cat), baselineLabel)
+	if err != nil {
+		return nil, err
+	}
+	b.bareAddr = bareAddr
+	stops = append(stops, func() { shutdown(bare) })
+	// The search baseline's pool: opened as the service opens its own.
+	if b.basePool, err = postgres.Open(setupCtx, b.dbURL, b.svc.cfg.DatabaseMaxConns); err != nil {
+		return nil, err
+	}
+	stops = append(stops, b.basePool.Close)
+	if b.tmp, err = os.MkdirTemp("", "sitetools-bench-"); err != nil {
+		return nil, err
+	}
+	stops = append(stops, func() { os.RemoveAll(b.tmp) })
+	return stop, nil
+}
+
+// needBin builds the serve binary once, when a scenario needs it.
+func (b *bench) needBin() (*serveBinary, error) {
+	if b.bin != nil {
+		return b.bin, nil
+	}
+	var err error
+	b.bin, err = buildServe(b.ctx, b.tmp, b.dbURL, b.stderr)
+	return b.bin, err
+}
+
+// selected returns the scenarios -run selects, in the order they run: the in-process
+// ones, then those on subprocesses; and the as-deployed cases.
+func (b *bench) selected() ([]pending, []deployedCase) {
+	static := func(sc scenario) pending {
+		return pending{sc.name, func() (scenario, func(), error) { return sc, nil, nil }}
+	}
+	var all []pending
+	for _, sc := range scenarios(b.svc.addr, b.bareAddr, b.cat) {
+		all = append(all, static(sc))
+	}
+	for _, c := range b.s.searchConns {
+		all = append(all, pending{searchScenarioName(c), func() (scenario, func(), error) {
+			sc, err := searchScenario(b.ctx, b.svc, b.basePool, c)
+			return sc, nil, err
+		}})
+	}
+	all = append(all, static(mcpListScenario(b.svc)))
+	mcpConns := slices.Min(b.s.searchConns)
+	all = append(all, pending{mcpSearchName(mcpConns), func() (scenario, func(), error) {
+		sc, err := mcpSearchScenario(b.svc, mcpConns)
+		return sc, nil, err
+	}})
+	all = append(all, pending{slotsName(), func() (scenario, func(), error) { return slotsScenario(b.ctx, b.adminURL) }})
+	all = append(all, pending{nodeName, func() (scenario, func(), error) {
+		bin, err := b.needBin()
+		if err != nil {
+			return scenario{}, nil, err
+		}
+		peer, err := preparePeer(b.ctx, b.stderr)
+		if err != nil {
+			return scenario{}, nil, err
+		}
+		return nodeScenario(b.ctx, bin, peer, b.tmp, &b.nodeRows)
+	}})
+	var selected []pending
+	for _, p := range all {
+		if b.s.run.MatchString(p.name) {
+			selected = append(selected, p)
+		}
+	}
+	var deployed []deployedCase
+	for _, c := range deployedCases(b.s) {
+		if b.s.run.MatchString(deployedPrefix + c.name) {
+			deployed = append(deployed, c)
+		}
+	}
+	return selected, deployed
+}
+
+// measureAll measures the selected scenarios, then the as-deployed cases and the rate
+// limit's, into rep.
+func (b *bench) measureAll(rep *report, selected []pending, deployed []deployedCase, runRate bool) error {
+	for _, p := range selected {
+		sc, teardown, err := p.build()
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		res, err := measure(b.ctx, sc, b.s, b.stderr)
+		if teardown != nil {
+			teardown()
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", sc.name, err)
+		}
+		rep.results = append(rep.results, res)
+		if p.name == nodeName {
+			addNodeRows(b.nodeRows, res, cmp.Or(sc.conns, b.s.conns))
+		}
+	}
+	for _, c := range deployed {
+		bin, err := b.needBin()
+		if err != nil {
+			return err
+		}
+		row, err := runDeployed(b.ctx, bin, c, b.s, b.stderr)
+		if err != nil {
+			return fmt.Errorf("%s%s: %w", deployedPrefix, c.name, err)
+		}
+		rep.deployed = append(rep.deployed, row)
+	}
+	rep.deployed = append(rep.deployed, b.nodeRows...)
+	if runRate {
+		bin, err := b.needBin()
+		if err != nil {
+			return err
+		}
+		if rep.rate, err = rateScenario(b.ctx, bin, b.s.rounds, b.stderr); err != nil {
+			return fmt.Errorf("%s: %w", rateName, err)
+		}
+		rep.deployed = append(rep.deployed, rep.rate.row)
+	}
+	rep.bin = b.bin
+	return nil
+}
+
+// startProfile writes a CPU profile to path until the returned function is called.
+func startProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// failures are the run's errors and, with strict, its missed goals.
+func (rep *report) failures(strict bool) error {
 	var errs []error
 	for _, r := range rep.deployed {
 		if r.errors > 0 {
 			errs = append(errs, fmt.Errorf("%s%s (%s): %d errors (first: %v)", deployedPrefix, r.name, r.process, r.errors, r.firstErr))
 		}
 	}
-	if r := rep.rate; s.strict && r != nil && !r.pass() {
+	if r := rep.rate; strict && r != nil && !r.pass() {
 		errs = append(errs, fmt.Errorf("%s: the polite client misses its goal", rateName))
 	}
 	for _, r := range rep.results {
 		if n := r.subject.errors + r.baseline.errors; n > 0 {
 			errs = append(errs, fmt.Errorf("%s: %d errors (first: %v)", r.sc.name, n, cmpErr(r.subject.firstErr, r.baseline.firstErr)))
 		}
-		if s.strict && !r.pass() {
+		if strict && !r.pass() {
 			errs = append(errs, fmt.Errorf("%s: ratio %.2f misses the goal %s", r.sc.name, r.ratio(), r.goalText()))
 		}
 	}
 	for _, r := range rep.tokens {
-		if s.strict && !r.pass() {
+		if strict && !r.pass() {
 			errs = append(errs, fmt.Errorf("%s, %s: median %s misses the goal %s", tokensName, r.name, r.median, tokensGoal))
 		}
 	}
 	for _, h := range rep.hnsw {
-		if s.strict && !h.pass() {
+		if strict && !h.pass() {
 			errs = append(errs, fmt.Errorf("%s, %s: recall@10 %.3f at the service's ef_search %d misses the goal %.2f",
 				hnswName, h.d.key, h.service().recall, h.serviceEF, recallGoal))
 		}

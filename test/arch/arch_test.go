@@ -158,7 +158,6 @@ func TestSizes(t *testing.T) {
 	long := map[string]int{
 		"test/faults/sigterm_test.go TestSIGTERMUnderLoad":             370,
 		"test/faults/outage_test.go TestDatabaseOutageUnderLoad":       213,
-		"bench/main.go realMain":                                       213,
 		"server/contract_test.go TestContract":                         161,
 		"server/chat_test.go TestChatNativeParallel":                   130,
 		"test/faults/chat_test.go TestChatProviderFaults":              115,
