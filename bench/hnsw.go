@@ -229,6 +229,34 @@ func measureDataset(ctx context.Context, db *postgres.DB, dbURL string, d hnswDa
 	}
 
 	fmt.Fprintf(progress, "%s, %s: exact top %d of %d queries (sequential scan)\n", hnswName, d.key, hnswK, len(queries))
+	exact, err := exactTop(ctx, c, d, queries, res)
+	if err != nil {
+		return nil, err
+	}
+	if err := similarities(ctx, c, d, s, queries, exact, res); err != nil {
+		return nil, err
+	}
+	efs := slices.Clone(s.efSearch)
+	efs = append(efs, res.serviceEF)
+	slices.Sort(efs)
+	for _, ef := range slices.Compact(efs) {
+		l, err := measureLevel(ctx, c, d, queries, exact, ef)
+		if err != nil {
+			return nil, err
+		}
+		res.levels = append(res.levels, l)
+		fmt.Fprintf(progress, "%s, %s: ef_search %d: recall %.3f, p50 %s\n", hnswName, d.key, ef, l.recall, duration(l.p50))
+	}
+	// Back to the service's value before the connection returns to the pool.
+	if _, err := c.Exec(ctx, fmt.Sprintf(`SET hnsw.ef_search = %d`, res.serviceEF)); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// exactTop returns each query's exact top hnswK ids by a sequential scan, and records its
+// latency.
+func exactTop(ctx context.Context, c *pgxpool.Conn, d hnswDataset, queries []pgvector.Vector, res *hnswResult) ([][]int64, error) {
 	exact := make([][]int64, len(queries))
 	lat := make([]time.Duration, len(queries))
 	for i, q := range queries {
@@ -248,44 +276,35 @@ func measureDataset(ctx context.Context, db *postgres.DB, dbURL string, d hnswDa
 	}
 	slices.Sort(lat)
 	res.exactP50, res.exactP99 = percentile(lat, 50), percentile(lat, 99)
-	if err := similarities(ctx, c, d, s, queries, exact, res); err != nil {
-		return nil, err
-	}
+	return exact, nil
+}
 
-	efs := slices.Clone(s.efSearch)
-	efs = append(efs, res.serviceEF)
-	slices.Sort(efs)
-	for _, ef := range slices.Compact(efs) {
-		// SET, not RESET, even at the service's value: RESET would undo the SET of
-		// postgres.Open's AfterConnect and fall back to pgvector's default.
-		if _, err := c.Exec(ctx, fmt.Sprintf(`SET hnsw.ef_search = %d`, ef)); err != nil {
-			return nil, err
-		}
-		l := hnswLevel{ef: ef, worst: 1}
-		for i, q := range queries {
-			begin := time.Now()
-			ids, err := topIDs(ctx, c, d, q)
-			lat[i] = time.Since(begin)
-			if err != nil {
-				return nil, fmt.Errorf("index search: %w", err)
-			}
-			r := overlap(ids, exact[i], hnswK)
-			l.recall += r / float64(len(queries))
-			l.worst = min(l.worst, r)
-			if r < 0.5 {
-				l.poor++
-			}
-		}
-		slices.Sort(lat)
-		l.p50, l.p99 = percentile(lat, 50), percentile(lat, 99)
-		res.levels = append(res.levels, l)
-		fmt.Fprintf(progress, "%s, %s: ef_search %d: recall %.3f, p50 %s\n", hnswName, d.key, ef, l.recall, duration(l.p50))
+// measureLevel is recall and latency of the index at one hnsw.ef_search.
+func measureLevel(ctx context.Context, c *pgxpool.Conn, d hnswDataset, queries []pgvector.Vector, exact [][]int64, ef int) (hnswLevel, error) {
+	// SET, not RESET, even at the service's value: RESET would undo the SET of
+	// postgres.Open's AfterConnect and fall back to pgvector's default.
+	if _, err := c.Exec(ctx, fmt.Sprintf(`SET hnsw.ef_search = %d`, ef)); err != nil {
+		return hnswLevel{}, err
 	}
-	// Back to the service's value before the connection returns to the pool.
-	if _, err := c.Exec(ctx, fmt.Sprintf(`SET hnsw.ef_search = %d`, res.serviceEF)); err != nil {
-		return nil, err
+	l := hnswLevel{ef: ef, worst: 1}
+	lat := make([]time.Duration, len(queries))
+	for i, q := range queries {
+		begin := time.Now()
+		ids, err := topIDs(ctx, c, d, q)
+		lat[i] = time.Since(begin)
+		if err != nil {
+			return l, fmt.Errorf("index search: %w", err)
+		}
+		r := overlap(ids, exact[i], hnswK)
+		l.recall += r / float64(len(queries))
+		l.worst = min(l.worst, r)
+		if r < 0.5 {
+			l.poor++
+		}
 	}
-	return res, nil
+	slices.Sort(lat)
+	l.p50, l.p99 = percentile(lat, 50), percentile(lat, 99)
+	return l, nil
 }
 
 // similarities reads the cosine similarity of each query to its exact 1st and 10th

@@ -28,34 +28,59 @@ func ensureVectors(ctx context.Context, db *postgres.DB, dbURL string, d hnswDat
 		load_ms bigint NOT NULL, build_ms bigint NOT NULL, workers text NOT NULL, built_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		return err
 	}
+	if reused, err := reuseVectors(ctx, db, d, s, res, progress); err != nil || reused {
+		return err
+	}
+	res.built = true
+	fmt.Fprintf(progress, "%s, %s: loading %d %d-d vectors (seed %d)\n", hnswName, d.key, s.rows, hnswDims, s.seed)
+	if err := loadVectors(ctx, db, d, s, res); err != nil {
+		return err
+	}
+	if err := buildIndex(ctx, dbURL, d, res, progress); err != nil {
+		return err
+	}
+	_, err := pool.Exec(ctx, `INSERT INTO bench_meta (name, seed, rows, dims, generator, load_ms, build_ms, workers, built_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, d.table, strconv.FormatUint(s.seed, 10), s.rows, hnswDims, d.generator,
+		res.loadTime.Milliseconds(), res.buildTime.Milliseconds(), res.workers, res.builtAt)
+	return err
+}
+
+// reuseVectors reports whether the table already holds the dataset, with a valid index.
+func reuseVectors(ctx context.Context, db *postgres.DB, d hnswDataset, s hnswSettings, res *hnswResult, progress io.Writer) (bool, error) {
+	pool := db.Pool
 	seed := strconv.FormatUint(s.seed, 10)
 	var loadMS, buildMS int64
 	err := pool.QueryRow(ctx, `SELECT m.load_ms, m.build_ms, m.workers, m.built_at FROM bench_meta m
 		WHERE m.name = $1 AND m.seed = $2 AND m.rows = $3 AND m.dims = $4 AND m.generator = $5
 		  AND EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = $6 AND i.indisvalid)`,
 		d.table, seed, s.rows, hnswDims, d.generator, d.index).Scan(&loadMS, &buildMS, &res.workers, &res.builtAt)
-	if err == nil {
-		// The meta row could outlive a table changed by hand: count, and compare the first row.
-		var n int
-		var first pgvector.Vector
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+d.table).Scan(&n); err != nil {
-			return err
-		}
-		if err := pool.QueryRow(ctx, `SELECT embedding FROM `+d.table+` WHERE id = 1`).Scan(&first); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		want := d.rows(s.seed)(make([]float32, hnswDims))
-		if n == s.rows && slices.Equal(first.Slice(), want) {
-			res.loadTime, res.buildTime = time.Duration(loadMS)*time.Millisecond, time.Duration(buildMS)*time.Millisecond
-			fmt.Fprintf(progress, "%s, %s: reusing %s (%d rows, seed %s, built %s)\n", hnswName, d.key, d.table, n, seed, res.builtAt.UTC().Format(time.DateTime))
-			return nil
-		}
-	} else if !errors.Is(err, pgx.ErrNoRows) {
-		return err
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
 	}
+	if err != nil {
+		return false, err
+	}
+	// The meta row could outlive a table changed by hand: count, and compare the first row.
+	var n int
+	var first pgvector.Vector
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+d.table).Scan(&n); err != nil {
+		return false, err
+	}
+	if err := pool.QueryRow(ctx, `SELECT embedding FROM `+d.table+` WHERE id = 1`).Scan(&first); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return false, err
+	}
+	want := d.rows(s.seed)(make([]float32, hnswDims))
+	if n != s.rows || !slices.Equal(first.Slice(), want) {
+		return false, nil
+	}
+	res.loadTime, res.buildTime = time.Duration(loadMS)*time.Millisecond, time.Duration(buildMS)*time.Millisecond
+	fmt.Fprintf(progress, "%s, %s: reusing %s (%d rows, seed %s, built %s)\n", hnswName, d.key, d.table, n, seed, res.builtAt.UTC().Format(time.DateTime))
+	return true, nil
+}
 
-	res.built = true
-	fmt.Fprintf(progress, "%s, %s: loading %d %d-d vectors (seed %s)\n", hnswName, d.key, s.rows, hnswDims, seed)
+// loadVectors recreates the table and copies the dataset's rows into it.
+func loadVectors(ctx context.Context, db *postgres.DB, d hnswDataset, s hnswSettings, res *hnswResult) error {
+	pool := db.Pool
 	for _, stmt := range []string{
 		`DELETE FROM bench_meta WHERE name = '` + d.table + `'`,
 		`DROP TABLE IF EXISTS ` + d.table,
@@ -84,9 +109,12 @@ func ensureVectors(ctx context.Context, db *postgres.DB, dbURL string, d hnswDat
 		return fmt.Errorf("COPY: %d rows, want %d", n, s.rows)
 	}
 	res.loadTime = time.Since(begin)
+	return nil
+}
 
-	// A connection of its own, to collect the build's notices (such as the graph not
-	// fitting in memory).
+// buildIndex builds the HNSW index as the service builds chunks', on a connection of its
+// own, to collect the build's notices (such as the graph not fitting in memory).
+func buildIndex(ctx context.Context, dbURL string, d hnswDataset, res *hnswResult, progress io.Writer) error {
 	cfg, err := pgx.ParseConfig(dbURL)
 	if err != nil {
 		return err
@@ -104,8 +132,8 @@ func ensureVectors(ctx context.Context, db *postgres.DB, dbURL string, d hnswDat
 		return err
 	}
 	fmt.Fprintf(progress, "%s, %s: building %s (loaded in %s)\n", hnswName, d.key, d.index, res.loadTime.Round(time.Millisecond))
-	begin = time.Now()
-	// The statement sitesearch's Store.prepare runs for chunks, on this table.
+	begin := time.Now()
+	// The statement postgres.SiteIndex.Prepare runs for chunks, on this table.
 	if _, err := conn.Exec(ctx, fmt.Sprintf(`CREATE INDEX %s ON %s USING hnsw ((embedding::vector(%d)) vector_cosine_ops)`,
 		d.index, d.table, hnswDims)); err != nil {
 		return fmt.Errorf("CREATE INDEX: %w", err)
@@ -115,10 +143,7 @@ func ensureVectors(ctx context.Context, db *postgres.DB, dbURL string, d hnswDat
 		return err
 	}
 	res.builtAt = time.Now()
-	_, err = pool.Exec(ctx, `INSERT INTO bench_meta (name, seed, rows, dims, generator, load_ms, build_ms, workers, built_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, d.table, seed, s.rows, hnswDims, d.generator,
-		res.loadTime.Milliseconds(), res.buildTime.Milliseconds(), res.workers, res.builtAt)
-	return err
+	return nil
 }
 
 // serviceEFSearch is hnsw.ef_search on a fresh pool connection opened as the service

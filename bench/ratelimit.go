@@ -71,14 +71,8 @@ func paced(t target, rate float64, conns int, stop *atomic.Bool, counting func()
 	var wg sync.WaitGroup
 	for i := range conns {
 		wg.Go(func() {
-			res := &results[i]
-			var conn net.Conn
-			var br *bufio.Reader
-			defer func() {
-				if conn != nil {
-					conn.Close()
-				}
-			}()
+			c := &pacedConn{t: t, raw: raw, res: &results[i]}
+			defer c.close()
 			for k := i; !stop.Load(); k += conns {
 				due := start.Add(time.Duration(k) * interval)
 				if d := time.Until(due); d > 0 {
@@ -87,59 +81,7 @@ func paced(t target, rate float64, conns int, stop *atomic.Bool, counting func()
 				if stop.Load() {
 					return
 				}
-				count := counting()
-				if conn == nil {
-					c, err := net.DialTimeout("tcp", t.addr, 5*time.Second)
-					if err != nil {
-						if count {
-							res.sent++
-							res.other++
-							res.firstErr = cmpErr(res.firstErr, err)
-						}
-						time.Sleep(10 * time.Millisecond)
-						continue
-					}
-					conn, br = c, bufio.NewReaderSize(c, 32<<10)
-				}
-				_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
-				status := 0
-				_, err := conn.Write(raw)
-				if err == nil {
-					var resp *http.Response
-					if resp, err = http.ReadResponse(br, nil); err == nil {
-						_, err = io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
-						status = resp.StatusCode
-						if resp.Close {
-							conn.Close()
-							conn = nil
-						}
-					}
-				}
-				if err != nil && conn != nil {
-					conn.Close()
-					conn = nil
-				}
-				if status == http.StatusTooManyRequests {
-					limited.Add(1)
-				}
-				if !count {
-					continue
-				}
-				res.sent++
-				res.latency = append(res.latency, time.Since(due))
-				switch {
-				case err != nil:
-					res.other++
-					res.firstErr = cmpErr(res.firstErr, err)
-				case status == http.StatusOK:
-					res.ok++
-				case status == http.StatusTooManyRequests:
-					res.limited++
-				default:
-					res.other++
-					res.firstErr = cmpErr(res.firstErr, fmt.Errorf("%s: status %d", t.label, status))
-				}
+				c.send(due, counting(), limited)
 			}
 		})
 	}
@@ -155,6 +97,84 @@ func paced(t target, rate float64, conns int, stop *atomic.Bool, counting func()
 	}
 	slices.Sort(total.latency)
 	return total
+}
+
+// pacedConn is one client connection of paced, redialled when the server closes it.
+type pacedConn struct {
+	t    target
+	raw  []byte
+	res  *paceStats
+	conn net.Conn
+	br   *bufio.Reader
+}
+
+func (c *pacedConn) close() {
+	if c.conn != nil {
+		c.conn.Close()
+		c.conn = nil
+	}
+}
+
+// send sends one request due at due and, when count, records its outcome and latency.
+func (c *pacedConn) send(due time.Time, count bool, limited *atomic.Int64) {
+	res := c.res
+	if c.conn == nil {
+		conn, err := net.DialTimeout("tcp", c.t.addr, 5*time.Second)
+		if err != nil {
+			if count {
+				res.sent++
+				res.other++
+				res.firstErr = cmpErr(res.firstErr, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+			return
+		}
+		c.conn, c.br = conn, bufio.NewReaderSize(conn, 32<<10)
+	}
+	status, err := c.exchange()
+	if status == http.StatusTooManyRequests {
+		limited.Add(1)
+	}
+	if !count {
+		return
+	}
+	res.sent++
+	res.latency = append(res.latency, time.Since(due))
+	switch {
+	case err != nil:
+		res.other++
+		res.firstErr = cmpErr(res.firstErr, err)
+	case status == http.StatusOK:
+		res.ok++
+	case status == http.StatusTooManyRequests:
+		res.limited++
+	default:
+		res.other++
+		res.firstErr = cmpErr(res.firstErr, fmt.Errorf("%s: status %d", c.t.label, status))
+	}
+}
+
+// exchange writes the request and reads the response's status, closing the connection
+// when either side ends it.
+func (c *pacedConn) exchange() (int, error) {
+	_ = c.conn.SetDeadline(time.Now().Add(30 * time.Second))
+	status := 0
+	_, err := c.conn.Write(c.raw)
+	if err == nil {
+		var resp *http.Response
+		if resp, err = http.ReadResponse(c.br, nil); err == nil {
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			status = resp.StatusCode
+			if resp.Close {
+				c.close()
+			}
+		}
+	}
+	if err != nil {
+		c.close()
+	}
+	return status, err
 }
 
 // rateResult is the outcome of the rate-limit scenario.
@@ -199,52 +219,16 @@ func rateScenario(ctx context.Context, bin *serveBinary, rounds int, progress io
 			return nil, fmt.Errorf("%s: %w", t.label, err)
 		}
 	}
-	always := func() bool { return true }
 	var limited atomic.Int64
 	cpu0 := p.cpu()
 	begin := time.Now()
 
 	// Rounds alternate the polite client alone and beside the abusive client, so that
-	// other work on the machine falls on both phases alike. In each beside phase the
-	// abusive client starts anew; the polite client's window begins once the abusive
-	// client's allowance is spent (its first 429 of the phase) and it has settled.
+	// other work on the machine falls on both phases alike.
 	for i := range rounds {
-		var stop atomic.Bool
-		timer := time.AfterFunc(rateWindow, func() { stop.Store(true) })
-		alone := paced(polite, politeRate, 1, &stop, always, &limited)
-		timer.Stop()
-		res.alone.merge(alone, rateWindow)
-
-		var abuseStop, window atomic.Bool
-		abuseDone := make(chan paceStats, 1)
-		abuseStart, limited0 := time.Now(), limited.Load()
-		go func() {
-			abuseDone <- paced(abusive, abuseFactor*ratePerMinute/60.0, abusiveConns, &abuseStop, window.Load, &limited)
-		}()
-		for limited.Load() == limited0 && time.Since(abuseStart) < time.Minute && ctx.Err() == nil {
-			time.Sleep(5 * time.Millisecond)
+		if err := res.round(ctx, i, polite, abusive, &limited, progress); err != nil {
+			return nil, err
 		}
-		drain := time.Since(abuseStart)
-		if limited.Load() == limited0 {
-			abuseStop.Store(true)
-			<-abuseDone
-			return nil, fmt.Errorf("the abusive client got no 429 in %s: is RATE_LIMIT_PER_MINUTE applied?", drain.Round(time.Second))
-		}
-		if i == 0 {
-			res.drain = drain
-		}
-		time.Sleep(rateSettle)
-		window.Store(true)
-		stop.Store(false)
-		timer = time.AfterFunc(rateWindow, func() { stop.Store(true) })
-		beside := paced(polite, politeRate, 1, &stop, always, &limited)
-		timer.Stop()
-		window.Store(false)
-		abuseStop.Store(true)
-		res.beside.merge(beside, rateWindow)
-		res.abusive.merge(<-abuseDone, rateWindow)
-		fmt.Fprintf(progress, "%s: round %d/%d polite alone p99 %s, beside p99 %s (%d 429); abusive %d sent, %d 429\n", rateName, i+1, rounds,
-			duration(percentile(alone.latency, 99)), duration(percentile(beside.latency, 99)), beside.limited, res.abusive.sent, res.abusive.limited)
 	}
 	slices.Sort(res.alone.latency)
 	slices.Sort(res.beside.latency)
@@ -262,6 +246,50 @@ func rateScenario(ctx context.Context, bin *serveBinary, rounds int, progress io
 	res.row.p50, res.row.p99 = percentile(all, 50), percentile(all, 99)
 	res.row.rps = float64(res.row.requests) / time.Since(begin).Seconds()
 	return res, nil
+}
+
+// round measures the polite client alone, then beside the abusive client. The abusive
+// client starts anew; the polite client's window begins once the abusive client's
+// allowance is spent (its first 429 of the phase) and it has settled.
+func (res *rateResult) round(ctx context.Context, i int, polite, abusive target, limited *atomic.Int64, progress io.Writer) error {
+	always := func() bool { return true }
+	var stop atomic.Bool
+	timer := time.AfterFunc(rateWindow, func() { stop.Store(true) })
+	alone := paced(polite, politeRate, 1, &stop, always, limited)
+	timer.Stop()
+	res.alone.merge(alone, rateWindow)
+
+	var abuseStop, window atomic.Bool
+	abuseDone := make(chan paceStats, 1)
+	abuseStart, limited0 := time.Now(), limited.Load()
+	go func() {
+		abuseDone <- paced(abusive, abuseFactor*ratePerMinute/60.0, abusiveConns, &abuseStop, window.Load, limited)
+	}()
+	for limited.Load() == limited0 && time.Since(abuseStart) < time.Minute && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	drain := time.Since(abuseStart)
+	if limited.Load() == limited0 {
+		abuseStop.Store(true)
+		<-abuseDone
+		return fmt.Errorf("the abusive client got no 429 in %s: is RATE_LIMIT_PER_MINUTE applied?", drain.Round(time.Second))
+	}
+	if i == 0 {
+		res.drain = drain
+	}
+	time.Sleep(rateSettle)
+	window.Store(true)
+	stop.Store(false)
+	timer = time.AfterFunc(rateWindow, func() { stop.Store(true) })
+	beside := paced(polite, politeRate, 1, &stop, always, limited)
+	timer.Stop()
+	window.Store(false)
+	abuseStop.Store(true)
+	res.beside.merge(beside, rateWindow)
+	res.abusive.merge(<-abuseDone, rateWindow)
+	fmt.Fprintf(progress, "%s: round %d/%d polite alone p99 %s, beside p99 %s (%d 429); abusive %d sent, %d 429\n", rateName, i+1, res.rounds,
+		duration(percentile(alone.latency, 99)), duration(percentile(beside.latency, 99)), beside.limited, res.abusive.sent, res.abusive.limited)
+	return nil
 }
 
 func (r *rateResult) text(b *strings.Builder) {

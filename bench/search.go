@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sitetools/sitetools/internal/config"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,7 +21,6 @@ import (
 	"github.com/sitetools/sitetools/internal/costguard"
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/postgres"
-	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
 
@@ -39,7 +40,7 @@ func searchScenarioName(conns int) string {
 
 // newEmbedder is serve's embedder for the configuration the bench runs with: the
 // offline local one, so that no run spends money or depends on a network.
-func newEmbedder(cfg server.Embeddings) (llm.Embedder, error) {
+func newEmbedder(cfg config.Embeddings) (llm.Embedder, error) {
 	if cfg.Provider != "local" {
 		return nil, fmt.Errorf("the bench runs search with the local embedder, not %q", cfg.Provider)
 	}
@@ -48,7 +49,7 @@ func newEmbedder(cfg server.Embeddings) (llm.Embedder, error) {
 
 // ingestDemo ingests the demo site as `sitetools ingest --dir deploy/demo/site` does.
 // After the first run nothing has changed and it makes no embedding call.
-func ingestDemo(ctx context.Context, cfg server.Config, db *postgres.DB, logger *slog.Logger) (sitesearch.IngestStats, error) {
+func ingestDemo(ctx context.Context, cfg config.Config, db *postgres.DB, logger *slog.Logger) (sitesearch.IngestStats, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return sitesearch.IngestStats{}, err

@@ -13,12 +13,13 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/config"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sitetools/sitetools/internal/app"
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/postgres"
-	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
 
@@ -69,7 +70,7 @@ func createDatabase(ctx context.Context, adminURL, name string) (string, error) 
 type service struct {
 	svc    *app.Service
 	db     *postgres.DB
-	cfg    server.Config
+	cfg    config.Config
 	ingest sitesearch.IngestStats
 	srv    *http.Server
 	addr   string
@@ -87,7 +88,7 @@ func startService(ctx context.Context, dbURL, label string) (*service, error) {
 		"RATE_LIMIT_PER_MINUTE": "0",
 		"AVAILABILITY_CONFIG":   filepath.Join(root, slotsSchedule),
 	}
-	cfg, err := server.LoadConfig(func(k string) string { return env[k] })
+	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {
 		return nil, fmt.Errorf("startService: %w", err)
 	}

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/config"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sitetools/sitetools/internal/postgres"
@@ -51,46 +53,36 @@ type slotsParts struct {
 	addr     string
 	reused   bool
 	busyRows int
+	sched    *appointments.Schedule
+	q        appointments.Query
+	busy     []appointments.Interval
 }
 
 func (p *slotsParts) close() {
-	shutdown(p.srv)
+	if p.srv != nil {
+		shutdown(p.srv)
+	}
 	p.db.Close()
 }
 
-// slotsScenario sets up the bookings and a service with get_free_slots, built as serve
-// builds it from AVAILABILITY_CONFIG (the schedule, Bookings as the busy source) except
-// for the fixed clock, and compares the whole HTTP call with FreeSlots alone, on the busy
-// intervals the same source returns, loaded once. The goal is on FreeSlots' p99.
-func slotsScenario(ctx context.Context, adminURL string) (scenario, func(), error) {
+// startSlots loads the schedule, fills the bench's bookings database, starts the service
+// with get_free_slots on it, and loads the busy time exactly as the tool asks its source
+// for it.
+func startSlots(ctx context.Context, adminURL string) (*slotsParts, error) {
 	root, err := moduleRoot()
 	if err != nil {
-		return scenario{}, nil, err
+		return nil, err
 	}
-	f, err := os.Open(filepath.Join(root, slotsSchedule))
+	sched, from, to, now, err := slotsInput(root)
 	if err != nil {
-		return scenario{}, nil, err
+		return nil, err
 	}
-	sched, err := appointments.LoadSchedule(f)
-	f.Close()
-	if err != nil {
-		return scenario{}, nil, fmt.Errorf("%s: %w", slotsSchedule, err)
-	}
-	loc := sched.Location
-	from, err1 := time.ParseInLocation(time.DateOnly, slotsFrom, loc)
-	to, err2 := time.ParseInLocation(time.DateOnly, slotsTo, loc)
-	now, err3 := time.ParseInLocation("2006-01-02T15:04:05", slotsNow, loc)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return scenario{}, nil, fmt.Errorf("slots dates: %v %v %v", err1, err2, err3)
-	}
-	to = to.AddDate(0, 0, 1) // a date as the end includes that day, as the tool reads it
-
 	dbURL, err := createDatabase(ctx, adminURL, slotsDatabase)
 	if err != nil {
-		return scenario{}, nil, err
+		return nil, err
 	}
 	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
-		return scenario{}, nil, err
+		return nil, err
 	}
 	env := map[string]string{
 		"DATABASE_URL":          dbURL,
@@ -99,49 +91,83 @@ func slotsScenario(ctx context.Context, adminURL string) (scenario, func(), erro
 		"RATE_LIMIT_PER_MINUTE": "0",
 		"AVAILABILITY_CONFIG":   filepath.Join(root, slotsSchedule),
 	}
-	cfg, err := server.LoadConfig(func(k string) string { return env[k] })
+	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {
-		return scenario{}, nil, err
+		return nil, err
 	}
 	db, err := postgres.Open(ctx, cfg.DatabaseURL, cfg.DatabaseMaxConns)
 	if err != nil {
-		return scenario{}, nil, err
+		return nil, err
 	}
-	p := &slotsParts{db: db}
-	fail := func(err error) (scenario, func(), error) {
-		db.Close()
-		return scenario{}, nil, err
+	p := &slotsParts{db: db, sched: sched, q: appointments.Query{From: from, To: to, Now: now}}
+	if err := p.start(ctx, cfg, from, now); err != nil {
+		p.close()
+		return nil, err
 	}
-	if p.reused, err = ensureBookings(ctx, db, from); err != nil {
-		return fail(err)
-	}
-	bookings := postgres.NewBookings(db)
-	avail := &appointments.Availability{Schedule: sched, Sources: []appointments.BusySource{bookings}, Now: func() time.Time { return now }}
-	tool, err := avail.Tool()
-	if err != nil {
-		return fail(err)
-	}
-	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	app, err := server.New(cfg, server.Options{DB: db, Logger: logger, Bookings: bookings,
-		Register: func(r *tools.Registry) error { return r.Add(tool) }})
-	if err != nil {
-		return fail(err)
-	}
-	if p.srv, p.addr, err = serve(app.Handler(), ""); err != nil {
-		return fail(err)
-	}
-
 	// The busy time exactly as the tool asks its source for it, loaded once.
 	lo := from.Add(-sched.BufferBefore - sched.BufferAfter - 24*time.Hour)
 	hi := to.Add(sched.BufferBefore + sched.BufferAfter + 24*time.Hour)
-	busy, err := bookings.Busy(ctx, lo, hi, loc)
-	if err != nil {
+	if p.busy, err = postgres.NewBookings(db).Busy(ctx, lo, hi, sched.Location); err != nil {
 		p.close()
+		return nil, err
+	}
+	p.busyRows = len(p.busy)
+	return p, nil
+}
+
+// slotsInput is the example schedule and the bench's fixed range and clock in its zone.
+func slotsInput(root string) (sched *appointments.Schedule, from, to, now time.Time, err error) {
+	f, err := os.Open(filepath.Join(root, slotsSchedule))
+	if err != nil {
+		return nil, from, to, now, err
+	}
+	sched, err = appointments.LoadSchedule(f)
+	f.Close()
+	if err != nil {
+		return nil, from, to, now, fmt.Errorf("%s: %w", slotsSchedule, err)
+	}
+	loc := sched.Location
+	from, err1 := time.ParseInLocation(time.DateOnly, slotsFrom, loc)
+	to, err2 := time.ParseInLocation(time.DateOnly, slotsTo, loc)
+	now, err3 := time.ParseInLocation("2006-01-02T15:04:05", slotsNow, loc)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return nil, from, to, now, fmt.Errorf("slots dates: %v %v %v", err1, err2, err3)
+	}
+	return sched, from, to.AddDate(0, 0, 1), now, nil // a date as the end includes that day, as the tool reads it
+}
+
+// start fills the bookings and serves get_free_slots on them with the clock at now.
+func (p *slotsParts) start(ctx context.Context, cfg config.Config, from, now time.Time) error {
+	var err error
+	if p.reused, err = ensureBookings(ctx, p.db, from); err != nil {
+		return err
+	}
+	bookings := postgres.NewBookings(p.db)
+	avail := &appointments.Availability{Schedule: p.sched, Sources: []appointments.BusySource{bookings}, Now: func() time.Time { return now }}
+	tool, err := avail.Tool()
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	app, err := server.New(cfg, server.Options{DB: p.db, Logger: logger, Bookings: bookings,
+		Register: func(r *tools.Registry) error { return r.Add(tool) }})
+	if err != nil {
+		return err
+	}
+	p.srv, p.addr, err = serve(app.Handler(), "")
+	return err
+}
+
+// slotsScenario sets up the bookings and a service with get_free_slots, built as serve
+// builds it from AVAILABILITY_CONFIG (the schedule, Bookings as the busy source) except
+// for the fixed clock, and compares the whole HTTP call with FreeSlots alone, on the busy
+// intervals the same source returns, loaded once. The goal is on FreeSlots' p99.
+func slotsScenario(ctx context.Context, adminURL string) (scenario, func(), error) {
+	p, err := startSlots(ctx, adminURL)
+	if err != nil {
 		return scenario{}, nil, err
 	}
-	p.busyRows = len(busy)
-	q := appointments.Query{From: from, To: to, Now: now}
-
+	sched, q, busy, loc := p.sched, p.q, p.busy, p.sched.Location
 	args, err := json.Marshal(map[string]any{"name": "get_free_slots", "arguments": map[string]any{"from": slotsFrom, "to": slotsTo}})
 	if err != nil {
 		p.close()

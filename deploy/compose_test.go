@@ -12,8 +12,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/dotenv"
 	"github.com/compose-spec/compose-go/v2/types"
-
-	"github.com/sitetools/sitetools/server"
+	"github.com/sitetools/sitetools/internal/config"
 )
 
 // loadCompose loads deploy/compose.yaml as `docker compose -f deploy/compose.yaml` would,
@@ -164,7 +163,7 @@ func TestCompose(t *testing.T) {
 		// (migrate and ingest run without the admin listener).
 		for _, name := range []string{"migrate", "ingest", "sitetools"} {
 			e := svc(name).Environment
-			if _, err := server.LoadConfig(func(k string) string {
+			if _, err := config.Load(func(k string) string {
 				if k == "ADMIN_LISTEN_ADDR" && name != "sitetools" {
 					return "off"
 				}

@@ -21,7 +21,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/sitetools/sitetools/server"
+	"github.com/sitetools/sitetools/internal/config"
 	"github.com/sitetools/sitetools/tools/appointments"
 )
 
@@ -408,7 +408,7 @@ func containerPort(t *testing.T, c corev1.Container, name string) int32 {
 
 // podConfig is the configuration the service loads in the pod: the ConfigMaps and the
 // Secret its envFrom names, then its env.
-func podConfig(t *testing.T, c corev1.Container, configMaps map[string]*corev1.ConfigMap, secret *corev1.Secret) server.Config {
+func podConfig(t *testing.T, c corev1.Container, configMaps map[string]*corev1.ConfigMap, secret *corev1.Secret) config.Config {
 	t.Helper()
 	env := map[string]string{}
 	for _, from := range c.EnvFrom {
@@ -429,7 +429,7 @@ func podConfig(t *testing.T, c corev1.Container, configMaps map[string]*corev1.C
 	for _, e := range c.Env {
 		env[e.Name] = e.Value
 	}
-	cfg, err := server.LoadConfig(func(k string) string { return env[k] })
+	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("the pod's configuration does not load:\n%v", err)
 	}

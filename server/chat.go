@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/sitetools/sitetools/internal/assistant"
+	"github.com/sitetools/sitetools/internal/config"
 	"github.com/sitetools/sitetools/tools"
 )
 
@@ -140,7 +141,7 @@ func malformedChat(format string, args ...any) error {
 // parseChatBody reads a chat request in the order its checks are documented: the shape,
 // the messages, the visitor's consent, then the cost guard's caps. It returns the
 // messages for the model, without empty ones.
-func parseChatBody(body []byte, caps Chat) ([]assistant.Message, error) {
+func parseChatBody(body []byte, caps config.Chat) ([]assistant.Message, error) {
 	b, err := decodeChatBody(body)
 	if err != nil {
 		return nil, err
@@ -229,7 +230,7 @@ func checkChatMessages(b *chatBody) error {
 }
 
 // checkChatCaps applies the cost guard's caps on the transcript, before any paid call.
-func checkChatCaps(b *chatBody, caps Chat) error {
+func checkChatCaps(b *chatBody, caps config.Chat) error {
 	var details []tools.Detail
 	total := 0
 	perMessage := caps.MaxMessageChars()

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/config"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sitetools/sitetools/internal/costguard"
@@ -606,11 +608,11 @@ func TestChatSSEFraming(t *testing.T) {
 // each naming its variable.
 func TestChatConfig(t *testing.T) {
 	base := map[string]string{"DATABASE_URL": "postgres://x/y", "ADMIN_LISTEN_ADDR": "off"}
-	cfg, err := server.LoadConfig(func(k string) string { return base[k] })
+	cfg, err := config.Load(func(k string) string { return base[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := server.Chat{ToolMode: "native", Timeout: 60 * time.Second, MaxToolRounds: 4, MaxConcurrent: 32, MaxMessages: 40, MaxChars: 20000}
+	want := config.Chat{ToolMode: "native", Timeout: 60 * time.Second, MaxToolRounds: 4, MaxConcurrent: 32, MaxMessages: 40, MaxChars: 20000}
 	if diff := cmp.Diff(want, cfg.Chat); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
@@ -626,7 +628,7 @@ func TestChatConfig(t *testing.T) {
 		"CHAT_MAX_MESSAGES":      "lots",
 		"CHAT_MAX_CHARS":         "5",
 	}
-	_, err = server.LoadConfig(func(k string) string {
+	_, err = config.Load(func(k string) string {
 		if v, ok := bad[k]; ok {
 			return v
 		}
@@ -652,7 +654,7 @@ func TestChatConfig(t *testing.T) {
 
 	good := map[string]string{"LLM_BASE_URL": "http://localhost:11434/v1", "LLM_MODEL": "llama3.1", "LLM_TOOL_MODE": "json",
 		"CHAT_PERSONA_FILE": "deploy/demo/persona.md", "CHAT_MAX_CHARS": "4000"}
-	cfg, err = server.LoadConfig(func(k string) string {
+	cfg, err = config.Load(func(k string) string {
 		if v, ok := good[k]; ok {
 			return v
 		}

@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/config"
+
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
@@ -219,7 +221,7 @@ func startServer(t *testing.T, db *postgres.DB, env map[string]string, register 
 	for k, v := range env {
 		vars[k] = v
 	}
-	cfg, err := server.LoadConfig(func(k string) string { return vars[k] })
+	cfg, err := config.Load(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/sitetools/sitetools/internal/config"
+
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
 	"github.com/sitetools/sitetools/internal/testkit"
@@ -27,7 +29,7 @@ type testEnv struct {
 }
 
 // testConfig is a valid configuration for tests; env overrides it.
-func testConfig(t testing.TB, dbURL string, env map[string]string) server.Config {
+func testConfig(t testing.TB, dbURL string, env map[string]string) config.Config {
 	t.Helper()
 	vars := map[string]string{
 		"DATABASE_URL":          dbURL,
@@ -38,7 +40,7 @@ func testConfig(t testing.TB, dbURL string, env map[string]string) server.Config
 	for k, v := range env {
 		vars[k] = v
 	}
-	cfg, err := server.LoadConfig(func(k string) string { return vars[k] })
+	cfg, err := config.Load(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)
 	}

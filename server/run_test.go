@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sitetools/sitetools/internal/fetch"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
 	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools"
@@ -207,52 +205,6 @@ func newAdminServer(t *testing.T, te *testEnv) string {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return "http://" + ln.Addr().String()
-}
-
-func TestConfigErrorsNameEveryVariable(t *testing.T) {
-	vars := map[string]string{
-		"DATABASE_URL":              "mysql://x",
-		"RATE_LIMIT_PER_MINUTE":     "lots",
-		"TRUSTED_PROXIES":           "10.0.0.0/8, not-an-ip",
-		"CORS_ALLOWED_ORIGINS":      "ftp://x",
-		"TOOL_TIMEOUT":              "-1s",
-		"BODY_LIMIT_BYTES":          "1",
-		"LOG_LEVEL":                 "loud",
-		"SITE_URL":                  "example.com",
-		"WEBMCP_ORIGIN_TRIAL_TOKEN": "not a token\n",
-		"FETCH_ALLOW_PRIVATE":       "yes",
-	}
-	_, err := server.LoadConfig(func(k string) string { return vars[k] })
-	if err == nil {
-		t.Fatal("no error")
-	}
-	for _, name := range []string{"DATABASE_URL", "RATE_LIMIT_PER_MINUTE", "TRUSTED_PROXIES", "CORS_ALLOWED_ORIGINS", "TOOL_TIMEOUT", "BODY_LIMIT_BYTES", "LOG_LEVEL", "SITE_URL", "ADMIN_TOKEN", "WEBMCP_ORIGIN_TRIAL_TOKEN", "FETCH_ALLOW_PRIVATE"} {
-		if !strings.Contains(err.Error(), name) {
-			t.Errorf("error does not name %s:\n%v", name, err)
-		}
-	}
-	if n := strings.Count(err.Error(), "\n") + 1; n != 11 {
-		t.Errorf("%d lines, want one per problem (11):\n%v", n, err)
-	}
-}
-
-func TestConfigFetchAllowPrivate(t *testing.T) {
-	for value, want := range map[string]fetch.Options{
-		"":                      {},
-		"false":                 {},
-		"TRUE":                  {AllowPrivate: true},
-		"10.0.0.0/8, 192.0.2.7": {Allow: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.7/32")}},
-	} {
-		cfg, err := server.LoadConfig(func(k string) string {
-			return map[string]string{"DATABASE_URL": "postgres://x", "ADMIN_LISTEN_ADDR": "off", "FETCH_ALLOW_PRIVATE": value}[k]
-		})
-		if err != nil {
-			t.Fatalf("%q: %v", value, err)
-		}
-		if cfg.Fetch.AllowPrivate != want.AllowPrivate || !slices.Equal(cfg.Fetch.Allow, want.Allow) {
-			t.Errorf("FETCH_ALLOW_PRIVATE=%q: %+v; want %+v", value, cfg.Fetch, want)
-		}
-	}
 }
 
 // TestUnixSocketClientsAreTheProxysForwardedAddresses: behind a reverse proxy on a Unix

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/config"
+
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -26,7 +28,7 @@ import (
 
 // App is the service: the public API, the admin API, and what they share.
 type App struct {
-	cfg      Config
+	cfg      config.Config
 	db       *postgres.DB
 	logger   *slog.Logger
 	registry *tools.Registry
@@ -70,7 +72,7 @@ type Options struct {
 }
 
 // New builds the service. It does not listen; see Run, or Handler for tests.
-func New(cfg Config, opts Options) (*App, error) {
+func New(cfg config.Config, opts Options) (*App, error) {
 	if opts.DB == nil {
 		return nil, errors.New("server.New: a database is required")
 	}
@@ -265,7 +267,7 @@ func listen(addr string) (net.Listener, error) {
 func (a *App) PrometheusRegistry() *prometheus.Registry { return a.metrics.reg }
 
 // newClientLimiter is the per-client rate limit of cfg.
-func newClientLimiter(cfg Config) *RateLimiter {
+func newClientLimiter(cfg config.Config) *RateLimiter {
 	l := NewRateLimiter(cfg.RateLimitPerMinute, nil)
 	l.IPv6Prefix = cfg.RateLimitIPv6Prefix
 	return l

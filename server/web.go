@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sitetools/sitetools/internal/config"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/sitetools/sitetools/tools"
@@ -69,7 +71,7 @@ var legalNames = []string{"imprint", "impressum", "privacy", "datenschutz", "leg
 
 // newSite loads the pages and static files. A broken page stops start-up: a site that
 // silently lost a page would be worse.
-func newSite(cfg Config, logger *slog.Logger) (*site, error) {
+func newSite(cfg config.Config, logger *slog.Logger) (*site, error) {
 	s := &site{
 		pages:       map[string]*renderedPage{},
 		notFound:    map[string]*renderedPage{},
@@ -110,7 +112,7 @@ func contentSecurityPolicy(relayPort int) string {
 	}, "; ")
 }
 
-func (s *site) loadStatic(cfg Config, logger *slog.Logger) error {
+func (s *site) loadStatic(cfg config.Config, logger *slog.Logger) error {
 	err := fs.WalkDir(webFiles, "web/assets", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -135,7 +137,7 @@ func (s *site) loadStatic(cfg Config, logger *slog.Logger) error {
 	}
 	widget := cfg.WebMCPWidgetPath
 	if widget == "" {
-		widget = DefaultWebMCPWidgetPath
+		widget = config.DefaultWebMCPWidgetPath
 	}
 	b, err := os.ReadFile(widget)
 	switch {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sitetools/sitetools/internal/config"
+
 	"golang.org/x/net/html"
 
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
@@ -294,7 +296,7 @@ func TestSiteConfigErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := server.LoadConfig(func(k string) string {
+	if _, err := config.Load(func(k string) string {
 		return map[string]string{"DATABASE_URL": "postgres://x", "ADMIN_LISTEN_ADDR": "off", "WEBMCP_RELAY_PORT": "70000"}[k]
 	}); err == nil || !strings.Contains(err.Error(), "WEBMCP_RELAY_PORT") {
 		t.Fatalf("WEBMCP_RELAY_PORT=70000: %v", err)

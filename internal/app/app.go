@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"slices"
 
+	"github.com/sitetools/sitetools/internal/config"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sitetools/sitetools/internal/costguard"
@@ -32,7 +34,7 @@ type Options struct {
 
 // Service is sitetools as serve runs it.
 type Service struct {
-	Config  server.Config
+	Config  config.Config
 	DB      *postgres.DB
 	Metrics *prometheus.Registry
 	// HTTP is the application: routes, channels and the registry they share.
@@ -48,7 +50,7 @@ type Service struct {
 
 // Build builds the service. It connects to nothing that may be down: with the database
 // unreachable it still builds, and /readyz reports it until the database returns.
-func Build(ctx context.Context, cfg server.Config, opts Options) (svc *Service, err error) {
+func Build(ctx context.Context, cfg config.Config, opts Options) (svc *Service, err error) {
 	s := &Service{Config: cfg, DB: opts.DB, Metrics: opts.Metrics, logger: opts.Logger}
 	defer func() {
 		if err != nil {
@@ -119,9 +121,14 @@ func Build(ctx context.Context, cfg server.Config, opts Options) (svc *Service, 
 // Run serves until ctx is done, applying the retention every hour on whichever replica
 // gets the lock.
 func (s *Service) Run(ctx context.Context) error {
-	stop := startPruning(ctx, s.DB, s.Config.Retention, s.logger, s.Metrics)
+	stop := startPruning(ctx, s.DB, Retention(s.Config.Retention), s.logger, s.Metrics)
 	defer stop()
 	return s.HTTP.Run(ctx)
+}
+
+// Retention is the retention configured, as internal/postgres applies it.
+func Retention(r config.Retention) postgres.Retention {
+	return postgres.Retention{LedgerDays: r.LedgerDays, EmbeddingCacheDays: r.EmbeddingCacheDays, EmbeddingCacheMaxRows: r.EmbeddingCacheMaxRows}
 }
 
 // Close releases what Build opened, in reverse order.

@@ -8,15 +8,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/config"
+
 	"github.com/sitetools/sitetools/internal/fetch"
 	"github.com/sitetools/sitetools/internal/postgres"
-	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools/appointments"
 )
 
 // newAvailability returns get_free_slots for the configured schedule, or nil when no
 // schedule is configured.
-func newAvailability(ctx context.Context, cfg server.Config, db *postgres.DB, logger *slog.Logger) (*appointments.Availability, func(), error) {
+func newAvailability(ctx context.Context, cfg config.Config, db *postgres.DB, logger *slog.Logger) (*appointments.Availability, func(), error) {
 	if cfg.AvailabilityConfig == "" {
 		return nil, func() {}, nil
 	}

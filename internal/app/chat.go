@@ -8,9 +8,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/sitetools/sitetools/internal/config"
+
 	"github.com/sitetools/sitetools/internal/assistant"
 	"github.com/sitetools/sitetools/internal/llm"
-	"github.com/sitetools/sitetools/server"
 )
 
 // maxPersonaBytes bounds CHAT_PERSONA_FILE: it is sent with every chat request.
@@ -18,7 +19,7 @@ const maxPersonaBytes = 16 << 10
 
 // newChat returns the chat's model (nil without LLM_BASE_URL: retrieval-only answers)
 // and the persona from CHAT_PERSONA_FILE ("" for the built-in one).
-func newChat(cfg server.Chat, logger *slog.Logger) (assistant.Provider, string, error) {
+func newChat(cfg config.Chat, logger *slog.Logger) (assistant.Provider, string, error) {
 	var persona string
 	if cfg.PersonaFile != "" {
 		b, err := os.ReadFile(cfg.PersonaFile)

@@ -6,18 +6,19 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/sitetools/sitetools/internal/config"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sitetools/sitetools/internal/costguard"
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/postgres"
-	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools"
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
 
 // NewEmbedder returns the configured embedding provider.
-func NewEmbedder(cfg server.Embeddings, logger *slog.Logger) (llm.Embedder, error) {
+func NewEmbedder(cfg config.Embeddings, logger *slog.Logger) (llm.Embedder, error) {
 	switch cfg.Provider {
 	case "openai":
 		return llm.NewOpenAI(llm.OpenAIOptions{
@@ -43,7 +44,7 @@ type Search struct {
 	Tools    []tools.Tool
 }
 
-func newSearch(ctx context.Context, cfg server.Config, db *postgres.DB, logger *slog.Logger, reg prometheus.Registerer, pm *costguard.ProviderMetrics) (*Search, error) {
+func newSearch(ctx context.Context, cfg config.Config, db *postgres.DB, logger *slog.Logger, reg prometheus.Registerer, pm *costguard.ProviderMetrics) (*Search, error) {
 	embedder, err := NewEmbedder(cfg.Embeddings, logger)
 	if err != nil {
 		return nil, fmt.Errorf("embeddings: %w", err)

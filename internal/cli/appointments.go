@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/config"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/tools"
 	"github.com/sitetools/sitetools/tools/appointments"
@@ -59,7 +60,7 @@ func appointmentsCmd(ctx context.Context, args []string, stdout, stderr io.Write
 
 // withStore opens the database and runs fn on its bookings.
 func (c *appointmentsCLI) withStore(fn func(appointments.BookingStore) error) error {
-	cfg, err := configForTool()
+	cfg, err := configFor(config.AreaDatabase)
 	if err != nil {
 		return err
 	}

@@ -13,10 +13,11 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/sitetools/sitetools/internal/config"
+
 	"github.com/sitetools/sitetools/internal/app"
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/postgres"
-	"github.com/sitetools/sitetools/server"
 )
 
 // version is set at build time with -ldflags "-X github.com/sitetools/sitetools/internal/cli.version=v1.2.3".
@@ -103,7 +104,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := noFlags("serve", args); err != nil {
 		return err
 	}
-	cfg, err := server.LoadConfig(os.Getenv)
+	cfg, err := config.Load(os.Getenv)
 	if err != nil {
 		return fmt.Errorf("configuration:\n  %s", strings.ReplaceAll(err.Error(), "\n", "\n  "))
 	}
@@ -131,7 +132,7 @@ func pruneCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := noFlags("prune", args); err != nil {
 		return err
 	}
-	cfg, err := configForTool()
+	cfg, err := configFor(config.AreaDatabase, config.AreaRetention)
 	if err != nil {
 		return err
 	}
@@ -140,7 +141,7 @@ func pruneCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	p, err := db.Prune(ctx, cfg.Retention, true)
+	p, err := db.Prune(ctx, app.Retention(cfg.Retention), true)
 	if err != nil {
 		return err
 	}

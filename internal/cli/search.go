@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/config"
+
 	"github.com/mattn/go-isatty"
 	"github.com/schollz/progressbar/v3"
 
@@ -20,19 +22,13 @@ import (
 	"github.com/sitetools/sitetools/internal/costguard"
 	"github.com/sitetools/sitetools/internal/fetch"
 	"github.com/sitetools/sitetools/internal/postgres"
-	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
 
-// configForTool loads the configuration for a command that does not serve: the admin
-// listener is not needed, so neither is its token.
-func configForTool() (server.Config, error) {
-	cfg, err := server.LoadConfig(func(k string) string {
-		if k == "ADMIN_LISTEN_ADDR" {
-			return "off"
-		}
-		return os.Getenv(k)
-	})
+// configFor loads the areas of the configuration a command uses, and nothing else: a
+// command that does not serve needs no admin token.
+func configFor(areas ...config.Area) (config.Config, error) {
+	cfg, err := config.Load(os.Getenv, append(areas, config.AreaLog)...)
 	if err != nil {
 		return cfg, fmt.Errorf("configuration:\n  %s", strings.ReplaceAll(err.Error(), "\n", "\n  "))
 	}
@@ -56,7 +52,7 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *dir != "" && *baseURL == "" {
 		return usageError{"ingest --dir needs --base-url, the site's URL, e.g. --base-url https://example.com"}
 	}
-	cfg, err := configForTool()
+	cfg, err := configFor(config.AreaDatabase, config.AreaEmbeddings, config.AreaFetch)
 	if err != nil {
 		return err
 	}
@@ -101,7 +97,7 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 // ingestSource returns what ingest reads, named for the index, and how many pages it
 // holds: the files under dir, or the pages a sitemap lists.
-func ingestSource(ctx context.Context, dir, baseURL, sitemap string, concurrency int, cfg server.Config, logger *slog.Logger) (string, sitesearch.Walk, int, error) {
+func ingestSource(ctx context.Context, dir, baseURL, sitemap string, concurrency int, cfg config.Config, logger *slog.Logger) (string, sitesearch.Walk, int, error) {
 	if dir != "" {
 		abs, err := filepath.Abs(dir)
 		if err != nil {
@@ -152,7 +148,7 @@ func usageCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || *days < 1 {
 		return usageError{"usage takes only --days N"}
 	}
-	cfg, err := configForTool()
+	cfg, err := configFor(config.AreaDatabase, config.AreaEmbeddings)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
 	// Embedded so that schedules and requested zones load in a minimal container without
 	// /usr/share/zoneinfo.
 	_ "time/tzdata"

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/config"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -86,7 +88,7 @@ func newEnv(t *testing.T, extra ...appointments.BusySource) *env {
 		t.Fatal(err)
 	}
 	e.output = tool.OutputSchema
-	cfg, err := server.LoadConfig(func(k string) string {
+	cfg, err := config.Load(func(k string) string {
 		return map[string]string{"DATABASE_URL": "postgres://unused", "ADMIN_TOKEN": "admin-token-0123456789", "RATE_LIMIT_PER_MINUTE": "0"}[k]
 	})
 	if err != nil {

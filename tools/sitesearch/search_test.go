@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/config"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -86,7 +88,7 @@ func newSearchEnv(t *testing.T, o envOptions) *searchEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := server.LoadConfig(func(k string) string {
+	cfg, err := config.Load(func(k string) string {
 		return map[string]string{"DATABASE_URL": "postgres://unused", "ADMIN_LISTEN_ADDR": "off", "RATE_LIMIT_PER_MINUTE": "0"}[k]
 	})
 	if err != nil {

@@ -1,4 +1,7 @@
-package server
+// Package config is sitetools' configuration, read from the environment once at
+// start-up, in areas: each has its defaults and its checks, and each command loads only
+// the areas it uses. Every variable is documented in the README.
+package config
 
 import (
 	"errors"
@@ -11,7 +14,6 @@ import (
 	"time"
 
 	"github.com/sitetools/sitetools/internal/fetch"
-	"github.com/sitetools/sitetools/internal/postgres"
 )
 
 // Config is the service's configuration, loaded from the environment once at start-up.
@@ -37,7 +39,7 @@ type Config struct {
 
 	// Retention says how long the ledger, the embedding cache and idempotency keys are
 	// kept; serve prunes on one replica at a time (see postgres.DB.Prune).
-	Retention postgres.Retention
+	Retention Retention
 
 	// Fetch configures the client of the crawler and the calendar feeds (FETCH_ALLOW_PRIVATE:
 	// true, or the non-public ranges allowed).
@@ -101,78 +103,112 @@ type Search struct {
 	MaxQueryTokens int
 }
 
+// Retention says how long the rows that grow with use are kept; a zero field keeps them.
+// See postgres.Retention, which it converts to.
+type Retention struct {
+	LedgerDays            int // LEDGER_RETENTION_DAYS
+	EmbeddingCacheDays    int // EMBEDDING_CACHE_TTL_DAYS
+	EmbeddingCacheMaxRows int // EMBEDDING_CACHE_MAX_ROWS
+}
+
 // DefaultWebMCPWidgetPath is where deploy/dev/browser.sh installs the relay's widget,
 // relative to the repository's root.
 const DefaultWebMCPWidgetPath = "server/web/node_modules/@jason.today/webmcp/src/webmcp.js"
 
-// LoadConfig reads the configuration through getenv (os.Getenv in production) and
-// reports every problem at once, one line each.
-func LoadConfig(getenv func(string) string) (Config, error) {
-	l := loader{getenv: getenv}
-	c := Config{
-		DatabaseURL:        l.str("DATABASE_URL", ""),
-		DatabaseMaxConns:   int32(l.integer("DATABASE_MAX_CONNS", 20, 1, 1000)),
-		ListenAddr:         l.str("LISTEN_ADDR", ":8080"),
-		AdminListenAddr:    l.str("ADMIN_LISTEN_ADDR", "127.0.0.1:9090"),
-		AdminToken:         l.str("ADMIN_TOKEN", ""),
-		SiteURL:            l.str("SITE_URL", ""),
-		CORSAllowedOrigins: l.origins("CORS_ALLOWED_ORIGINS"),
-		TrustedProxies:     l.prefixes("TRUSTED_PROXIES"),
-		Embeddings: Embeddings{
-			Provider:         l.str("EMBEDDINGS_PROVIDER", "local"),
-			BaseURL:          l.str("EMBEDDINGS_BASE_URL", ""),
-			APIKey:           l.str("EMBEDDINGS_API_KEY", ""),
-			Model:            l.str("EMBEDDINGS_MODEL", ""),
-			Dimensions:       l.integer("EMBEDDINGS_DIMENSIONS", 0, 1, 16000),
-			DailyTokenBudget: int64(l.integer("EMBEDDINGS_DAILY_TOKEN_BUDGET", 0, 0, 1<<40)),
-			PricePerMTok:     l.float("EMBEDDINGS_PRICE_PER_MTOK", 0),
-			Timeout:          l.duration("EMBEDDINGS_TIMEOUT", 5*time.Second),
-		},
-		Search: Search{
-			MaxQueryChars:  l.integer("SEARCH_MAX_QUERY_CHARS", 300, 10, 10000),
-			MaxQueryTokens: l.integer("SEARCH_MAX_QUERY_TOKENS", 96, 4, 8192),
-		},
-		Chat: Chat{
-			LLMBaseURL:       l.str("LLM_BASE_URL", ""),
-			LLMAPIKey:        l.str("LLM_API_KEY", ""),
-			LLMModel:         l.str("LLM_MODEL", ""),
-			ToolMode:         l.str("LLM_TOOL_MODE", "native"),
-			DailyTokenBudget: int64(l.integer("LLM_DAILY_TOKEN_BUDGET", 0, 0, 1<<40)),
-			PricePerMTok:     l.float("LLM_PRICE_PER_MTOK", 0),
-			Timeout:          l.duration("LLM_TIMEOUT", 60*time.Second),
-			PersonaFile:      l.str("CHAT_PERSONA_FILE", ""),
-			MaxToolRounds:    l.integer("CHAT_MAX_TOOL_ROUNDS", 4, 1, 16),
-			MaxConcurrent:    l.integer("CHAT_MAX_CONCURRENT", 32, 1, 100_000),
-			MaxMessages:      l.integer("CHAT_MAX_MESSAGES", 40, 1, 500),
-			MaxChars:         l.integer("CHAT_MAX_CHARS", 20000, 100, 1_000_000),
-		},
-		AvailabilityConfig:  l.str("AVAILABILITY_CONFIG", ""),
-		AvailabilityICSURLs: l.urls("AVAILABILITY_ICS_URLS"),
-		Fetch:               l.fetchOptions("FETCH_ALLOW_PRIVATE"),
-		Retention: postgres.Retention{
-			LedgerDays:            l.integer("LEDGER_RETENTION_DAYS", 400, 0, 100_000),
-			EmbeddingCacheDays:    l.integer("EMBEDDING_CACHE_TTL_DAYS", 30, 0, 100_000),
-			EmbeddingCacheMaxRows: l.integer("EMBEDDING_CACHE_MAX_ROWS", 100_000, 0, 1<<31-1),
-		},
-		MCPAllowedHosts:        l.hosts("MCP_ALLOWED_HOSTS"),
-		SitePagesDir:           l.str("SITE_PAGES_DIR", ""),
-		WebMCPWidgetPath:       l.str("WEBMCP_WIDGET_PATH", ""),
-		WebMCPRelayPort:        l.integer("WEBMCP_RELAY_PORT", 4797, 1, 65535),
-		WebMCPOriginTrialToken: l.str("WEBMCP_ORIGIN_TRIAL_TOKEN", ""),
-		RateLimitPerMinute:     l.integer("RATE_LIMIT_PER_MINUTE", 60, 0, 1_000_000),
-		RateLimitIPv6Prefix:    l.integer("RATE_LIMIT_IPV6_PREFIX", 64, 1, 128),
-		ToolMaxConcurrent:      l.integer("TOOL_MAX_CONCURRENT", 128, 1, 100_000),
-		BodyLimitBytes:         int64(l.integer("BODY_LIMIT_BYTES", 64<<10, 1024, 16<<20)),
-		ToolTimeout:            l.duration("TOOL_TIMEOUT", 10*time.Second),
-		ShutdownTimeout:        l.duration("SHUTDOWN_TIMEOUT", 20*time.Second),
-		LogLevel:               l.str("LOG_LEVEL", "info"),
+// An Area is one part of the configuration, loaded and checked on its own, so that a
+// command reads only the variables it uses (ingest needs no admin token).
+type Area int
+
+// The areas.
+const (
+	AreaDatabase     Area = iota // DATABASE_URL, DATABASE_MAX_CONNS
+	AreaHTTP                     // listeners, admin token, origins, proxies, limits, timeouts
+	AreaEmbeddings               // EMBEDDINGS_*
+	AreaSearch                   // SEARCH_*
+	AreaChat                     // LLM_*, CHAT_*
+	AreaAvailability             // AVAILABILITY_*
+	AreaSite                     // SITE_PAGES_DIR, WEBMCP_*, MCP_ALLOWED_HOSTS
+	AreaRetention                // LEDGER_RETENTION_DAYS, EMBEDDING_CACHE_*
+	AreaFetch                    // FETCH_ALLOW_PRIVATE
+	AreaLog                      // LOG_LEVEL
+)
+
+// All is every area: what serve loads.
+var All = []Area{AreaDatabase, AreaHTTP, AreaEmbeddings, AreaSearch, AreaChat, AreaAvailability, AreaSite, AreaRetention, AreaFetch, AreaLog}
+
+// Load reads the given areas (none: All) through getenv (os.Getenv in production) and
+// reports every problem at once, one line each. Areas not asked for stay at their zero
+// value.
+func Load(getenv func(string) string, areas ...Area) (Config, error) {
+	if len(areas) == 0 {
+		areas = All
 	}
+	l := &loader{getenv: getenv}
+	var c Config
+	for _, a := range areas {
+		switch a {
+		case AreaDatabase:
+			c.loadDatabase(l)
+		case AreaHTTP:
+			c.loadHTTP(l)
+		case AreaEmbeddings:
+			c.Embeddings.load(l)
+		case AreaSearch:
+			c.Search = Search{
+				MaxQueryChars:  l.integer("SEARCH_MAX_QUERY_CHARS", 300, 10, 10000),
+				MaxQueryTokens: l.integer("SEARCH_MAX_QUERY_TOKENS", 96, 4, 8192),
+			}
+		case AreaChat:
+			c.Chat.load(l)
+		case AreaAvailability:
+			c.AvailabilityConfig = l.str("AVAILABILITY_CONFIG", "")
+			c.AvailabilityICSURLs = l.urls("AVAILABILITY_ICS_URLS")
+		case AreaSite:
+			c.loadSite(l)
+		case AreaRetention:
+			c.Retention = Retention{
+				LedgerDays:            l.integer("LEDGER_RETENTION_DAYS", 400, 0, 100_000),
+				EmbeddingCacheDays:    l.integer("EMBEDDING_CACHE_TTL_DAYS", 30, 0, 100_000),
+				EmbeddingCacheMaxRows: l.integer("EMBEDDING_CACHE_MAX_ROWS", 100_000, 0, 1<<31-1),
+			}
+		case AreaFetch:
+			c.Fetch = l.fetchOptions("FETCH_ALLOW_PRIVATE")
+		case AreaLog:
+			c.LogLevel = l.str("LOG_LEVEL", "info")
+			switch c.LogLevel {
+			case "debug", "info", "warn", "error":
+			default:
+				l.fail("LOG_LEVEL", "must be one of debug, info, warn, error")
+			}
+		}
+	}
+	return c, errors.Join(l.errs...)
+}
+
+func (c *Config) loadDatabase(l *loader) {
+	c.DatabaseURL = l.str("DATABASE_URL", "")
+	c.DatabaseMaxConns = int32(l.integer("DATABASE_MAX_CONNS", 20, 1, 1000))
 	if c.DatabaseURL == "" {
 		l.fail("DATABASE_URL", "is required (e.g. postgres://user:pass@host:5432/sitetools)")
 	} else if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		// The URL holds a password: never repeat it.
 		l.fail("DATABASE_URL", "must be a postgres:// URL")
 	}
+}
+
+func (c *Config) loadHTTP(l *loader) {
+	c.ListenAddr = l.str("LISTEN_ADDR", ":8080")
+	c.AdminListenAddr = l.str("ADMIN_LISTEN_ADDR", "127.0.0.1:9090")
+	c.AdminToken = l.str("ADMIN_TOKEN", "")
+	c.SiteURL = l.str("SITE_URL", "")
+	c.CORSAllowedOrigins = l.origins("CORS_ALLOWED_ORIGINS")
+	c.TrustedProxies = l.prefixes("TRUSTED_PROXIES")
+	c.RateLimitPerMinute = l.integer("RATE_LIMIT_PER_MINUTE", 60, 0, 1_000_000)
+	c.RateLimitIPv6Prefix = l.integer("RATE_LIMIT_IPV6_PREFIX", 64, 1, 128)
+	c.ToolMaxConcurrent = l.integer("TOOL_MAX_CONCURRENT", 128, 1, 100_000)
+	c.BodyLimitBytes = int64(l.integer("BODY_LIMIT_BYTES", 64<<10, 1024, 16<<20))
+	c.ToolTimeout = l.duration("TOOL_TIMEOUT", 10*time.Second)
+	c.ShutdownTimeout = l.duration("SHUTDOWN_TIMEOUT", 20*time.Second)
 	if c.SiteURL != "" {
 		o, err := origin(c.SiteURL)
 		if err != nil {
@@ -191,48 +227,80 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	} else if c.AdminToken != "" && len(c.AdminToken) < 16 {
 		l.fail("ADMIN_TOKEN", "must be at least 16 characters")
 	}
-	switch c.Embeddings.Provider {
+}
+
+func (e *Embeddings) load(l *loader) {
+	*e = Embeddings{
+		Provider:         l.str("EMBEDDINGS_PROVIDER", "local"),
+		BaseURL:          l.str("EMBEDDINGS_BASE_URL", ""),
+		APIKey:           l.str("EMBEDDINGS_API_KEY", ""),
+		Model:            l.str("EMBEDDINGS_MODEL", ""),
+		Dimensions:       l.integer("EMBEDDINGS_DIMENSIONS", 0, 1, 16000),
+		DailyTokenBudget: int64(l.integer("EMBEDDINGS_DAILY_TOKEN_BUDGET", 0, 0, 1<<40)),
+		PricePerMTok:     l.float("EMBEDDINGS_PRICE_PER_MTOK", 0),
+		Timeout:          l.duration("EMBEDDINGS_TIMEOUT", 5*time.Second),
+	}
+	switch e.Provider {
 	case "local":
-		if c.Embeddings.Dimensions == 0 {
-			c.Embeddings.Dimensions = 384
+		if e.Dimensions == 0 {
+			e.Dimensions = 384
 		}
 	case "openai":
-		if c.Embeddings.Model == "" {
+		if e.Model == "" {
 			l.fail("EMBEDDINGS_MODEL", "is required with EMBEDDINGS_PROVIDER=openai (e.g. text-embedding-3-small, nomic-embed-text)")
 		}
-		if c.Embeddings.Dimensions == 0 {
+		if e.Dimensions == 0 {
 			l.fail("EMBEDDINGS_DIMENSIONS", "is required with EMBEDDINGS_PROVIDER=openai: the length of the model's vectors (e.g. 768 for nomic-embed-text)")
 		}
-		if c.Embeddings.BaseURL != "" {
-			if u, err := url.Parse(c.Embeddings.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if e.BaseURL != "" {
+			if u, err := url.Parse(e.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				l.fail("EMBEDDINGS_BASE_URL", "must be an http(s) URL such as http://localhost:11434/v1")
 			}
 		}
 	default:
 		l.fail("EMBEDDINGS_PROVIDER", "must be local or openai")
 	}
-	if c.Chat.LLMBaseURL != "" {
-		if u, err := url.Parse(c.Chat.LLMBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+}
+
+func (ch *Chat) load(l *loader) {
+	*ch = Chat{
+		LLMBaseURL:       l.str("LLM_BASE_URL", ""),
+		LLMAPIKey:        l.str("LLM_API_KEY", ""),
+		LLMModel:         l.str("LLM_MODEL", ""),
+		ToolMode:         l.str("LLM_TOOL_MODE", "native"),
+		DailyTokenBudget: int64(l.integer("LLM_DAILY_TOKEN_BUDGET", 0, 0, 1<<40)),
+		PricePerMTok:     l.float("LLM_PRICE_PER_MTOK", 0),
+		Timeout:          l.duration("LLM_TIMEOUT", 60*time.Second),
+		PersonaFile:      l.str("CHAT_PERSONA_FILE", ""),
+		MaxToolRounds:    l.integer("CHAT_MAX_TOOL_ROUNDS", 4, 1, 16),
+		MaxConcurrent:    l.integer("CHAT_MAX_CONCURRENT", 32, 1, 100_000),
+		MaxMessages:      l.integer("CHAT_MAX_MESSAGES", 40, 1, 500),
+		MaxChars:         l.integer("CHAT_MAX_CHARS", 20000, 100, 1_000_000),
+	}
+	if ch.LLMBaseURL != "" {
+		if u, err := url.Parse(ch.LLMBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			l.fail("LLM_BASE_URL", "must be an http(s) URL such as https://api.openai.com/v1 or http://localhost:11434/v1")
 		}
-		if c.Chat.LLMModel == "" {
+		if ch.LLMModel == "" {
 			l.fail("LLM_MODEL", "is required with LLM_BASE_URL (e.g. gpt-4o-mini, llama3.1)")
 		}
 	}
-	switch c.Chat.ToolMode {
+	switch ch.ToolMode {
 	case "native", "json":
 	default:
 		l.fail("LLM_TOOL_MODE", "must be native or json")
 	}
+}
+
+func (c *Config) loadSite(l *loader) {
+	c.MCPAllowedHosts = l.hosts("MCP_ALLOWED_HOSTS")
+	c.SitePagesDir = l.str("SITE_PAGES_DIR", "")
+	c.WebMCPWidgetPath = l.str("WEBMCP_WIDGET_PATH", "")
+	c.WebMCPRelayPort = l.integer("WEBMCP_RELAY_PORT", 4797, 1, 65535)
+	c.WebMCPOriginTrialToken = l.str("WEBMCP_ORIGIN_TRIAL_TOKEN", "")
 	if t := c.WebMCPOriginTrialToken; t != "" && !originTrialToken.MatchString(t) {
 		l.fail("WEBMCP_ORIGIN_TRIAL_TOKEN", "must be the token Chrome's origin-trial console gives (base64, one line, no spaces)")
 	}
-	switch c.LogLevel {
-	case "debug", "info", "warn", "error":
-	default:
-		l.fail("LOG_LEVEL", "must be one of debug, info, warn, error")
-	}
-	return c, errors.Join(l.errs...)
 }
 
 // originTrialToken is the shape of an origin-trial token: base64 of a signed payload.

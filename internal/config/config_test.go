@@ -1,0 +1,77 @@
+package config_test
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sitetools/sitetools/internal/config"
+	"github.com/sitetools/sitetools/internal/fetch"
+)
+
+func TestConfigErrorsNameEveryVariable(t *testing.T) {
+	vars := map[string]string{
+		"DATABASE_URL":              "mysql://x",
+		"RATE_LIMIT_PER_MINUTE":     "lots",
+		"TRUSTED_PROXIES":           "10.0.0.0/8, not-an-ip",
+		"CORS_ALLOWED_ORIGINS":      "ftp://x",
+		"TOOL_TIMEOUT":              "-1s",
+		"BODY_LIMIT_BYTES":          "1",
+		"LOG_LEVEL":                 "loud",
+		"SITE_URL":                  "example.com",
+		"WEBMCP_ORIGIN_TRIAL_TOKEN": "not a token\n",
+		"FETCH_ALLOW_PRIVATE":       "yes",
+	}
+	_, err := config.Load(func(k string) string { return vars[k] })
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, name := range []string{"DATABASE_URL", "RATE_LIMIT_PER_MINUTE", "TRUSTED_PROXIES", "CORS_ALLOWED_ORIGINS", "TOOL_TIMEOUT", "BODY_LIMIT_BYTES", "LOG_LEVEL", "SITE_URL", "ADMIN_TOKEN", "WEBMCP_ORIGIN_TRIAL_TOKEN", "FETCH_ALLOW_PRIVATE"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error does not name %s:\n%v", name, err)
+		}
+	}
+	if n := strings.Count(err.Error(), "\n") + 1; n != 11 {
+		t.Errorf("%d lines, want one per problem (11):\n%v", n, err)
+	}
+}
+
+func TestConfigFetchAllowPrivate(t *testing.T) {
+	for value, want := range map[string]fetch.Options{
+		"":                      {},
+		"false":                 {},
+		"TRUE":                  {AllowPrivate: true},
+		"10.0.0.0/8, 192.0.2.7": {Allow: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.7/32")}},
+	} {
+		cfg, err := config.Load(func(k string) string {
+			return map[string]string{"DATABASE_URL": "postgres://x", "ADMIN_LISTEN_ADDR": "off", "FETCH_ALLOW_PRIVATE": value}[k]
+		})
+		if err != nil {
+			t.Fatalf("%q: %v", value, err)
+		}
+		if cfg.Fetch.AllowPrivate != want.AllowPrivate || !slices.Equal(cfg.Fetch.Allow, want.Allow) {
+			t.Errorf("FETCH_ALLOW_PRIVATE=%q: %+v; want %+v", value, cfg.Fetch, want)
+		}
+	}
+}
+
+// TestAreas: a command loads only the areas it uses. Without the HTTP area no admin token
+// is asked for, and a problem in an area not loaded is not reported.
+func TestAreas(t *testing.T) {
+	env := map[string]string{"DATABASE_URL": "postgres://x", "LISTEN_ADDR": "", "LLM_TOOL_MODE": "telepathy"}
+	getenv := func(k string) string { return env[k] }
+	cfg, err := config.Load(getenv, config.AreaDatabase, config.AreaEmbeddings)
+	if err != nil {
+		t.Fatalf("database and embeddings: %v", err)
+	}
+	if cfg.DatabaseURL != "postgres://x" || cfg.Embeddings.Dimensions != 384 || cfg.AdminListenAddr != "" {
+		t.Errorf("loaded %+v", cfg)
+	}
+	_, err = config.Load(getenv)
+	for _, name := range []string{"ADMIN_TOKEN", "LLM_TOOL_MODE"} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("all areas: %v; want a problem naming %s", err, name)
+		}
+	}
+}
