@@ -35,7 +35,7 @@ func (a *App) publicRoutes() *echo.Echo {
 	getHead := []string{http.MethodGet, http.MethodHead}
 	e.Match(getHead, "/assets/:file", a.asset)
 	e.Match(getHead, "/webmcp/:file", a.asset)
-	for _, p := range a.site.pagePaths() {
+	for _, p := range a.site.PagePaths() {
 		e.Match(getHead, p, a.page)
 	}
 	e.RouteNotFound("/*", a.notFound)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sitetools/sitetools/internal/config"
+	"github.com/sitetools/sitetools/server/web"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,7 +42,7 @@ type App struct {
 	chat     *assistant.Assistant
 
 	mcp    *mcpChannel
-	site   *site
+	site   *web.Site
 	public *echo.Echo
 	admin  *echo.Echo
 }
@@ -134,7 +135,8 @@ func New(cfg config.Config, opts Options) (*App, error) {
 	}
 	a.chat = chat
 	a.mcp = &mcpChannel{a: a}
-	site, err := newSite(cfg, logger)
+	site, err := web.New(web.Options{PagesDir: cfg.SitePagesDir, WidgetPath: cfg.WebMCPWidgetPath,
+		RelayPort: cfg.WebMCPRelayPort, OriginTrialToken: cfg.WebMCPOriginTrialToken, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("server.New: %w", err)
 	}

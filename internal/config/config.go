@@ -48,7 +48,7 @@ type Config struct {
 	MCPAllowedHosts []string // Host headers /mcp accepts on a loopback address beside localhost and SITE_URL's host
 
 	SitePagesDir     string // Markdown pages served as the site; empty: no pages
-	WebMCPWidgetPath string // the relay's widget script from npm; empty: DefaultWebMCPWidgetPath
+	WebMCPWidgetPath string // the relay's widget script from npm; empty: looked for where it is usually installed
 	WebMCPRelayPort  int    // the visitor's relay port the pages' CSP lets the bridge reach
 	// WebMCPOriginTrialToken, when set, is sent with every page as an Origin-Trial
 	// header: Chrome then offers document.modelContext to visitors without the flag.
@@ -111,9 +111,6 @@ type Retention struct {
 	EmbeddingCacheMaxRows int // EMBEDDING_CACHE_MAX_ROWS
 }
 
-// DefaultWebMCPWidgetPath is where deploy/dev/browser.sh installs the relay's widget,
-// relative to the repository's root.
-const DefaultWebMCPWidgetPath = "server/web/node_modules/@jason.today/webmcp/src/webmcp.js"
 
 // An Area is one part of the configuration, loaded and checked on its own, so that a
 // command reads only the variables it uses (ingest needs no admin token).

@@ -1,4 +1,4 @@
-package server
+package web
 
 import (
 	"bytes"
@@ -145,10 +145,10 @@ type pageView struct {
 	T                                                   map[string]string
 }
 
-var layout = template.Must(template.ParseFS(webFiles, "web/templates/*.html"))
+var layout = template.Must(template.ParseFS(webFiles, "templates/*.html"))
 
 // render builds every page and a 404 page per language once, at start-up.
-func (s *site) render(pages []*sourcePage) error {
+func (s *Site) render(pages []*sourcePage) error {
 	byPath := map[string]*sourcePage{}
 	for _, p := range pages {
 		byPath[p.path] = p
@@ -186,7 +186,7 @@ func (s *site) render(pages []*sourcePage) error {
 	return nil
 }
 
-func (s *site) put(m map[string]*renderedPage, key string, v pageView) error {
+func (s *Site) put(m map[string]*Page, key string, v pageView) error {
 	v.FullTitle = v.Title
 	if v.SiteName != "" && !strings.Contains(v.Title, v.SiteName) {
 		v.FullTitle = v.Title + " · " + v.SiteName
@@ -195,13 +195,13 @@ func (s *site) put(m map[string]*renderedPage, key string, v pageView) error {
 	if err := layout.ExecuteTemplate(&buf, "layout.html", v); err != nil {
 		return fmt.Errorf("server: render %s: %w", key, err)
 	}
-	m[key] = &renderedPage{body: buf.Bytes(), etag: etagOf(buf.Bytes())}
+	m[key] = &Page{Body: buf.Bytes(), ETag: etagOf(buf.Bytes())}
 	return nil
 }
 
 // findSections returns the site's root "/" and its language roots: top-level folders
 // whose index page is in another language than the root's (e.g. "/de/").
-func (s *site) findSections(byPath map[string]*sourcePage) []string {
+func (s *Site) findSections(byPath map[string]*sourcePage) []string {
 	out := []string{"/"}
 	for p, page := range byPath {
 		if strings.Count(p, "/") == 2 && strings.HasSuffix(p, "/") && page.lang != "" && page.lang != s.rootLang {
@@ -223,7 +223,7 @@ func sectionOf(p string, sections []string) string {
 }
 
 // view is the frame of a page in section sec: language, site name, navigation.
-func (s *site) view(byPath map[string]*sourcePage, sections []string, sec, current string) pageView {
+func (s *Site) view(byPath map[string]*sourcePage, sections []string, sec, current string) pageView {
 	lang := s.rootLang
 	home := byPath[sec]
 	if home != nil && home.lang != "" {
@@ -375,7 +375,8 @@ func contactTopics(lang string) []string {
 }
 
 // pagePaths are the URL paths of the site's pages, sorted.
-func (s *site) pagePaths() []string {
+// PagePaths are the URL paths of the pages, for the routes.
+func (s *Site) PagePaths() []string {
 	out := make([]string, 0, len(s.pages))
 	for p := range s.pages {
 		out = append(out, p)

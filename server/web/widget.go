@@ -1,4 +1,4 @@
-package server
+package web
 
 import (
 	"crypto/sha256"
@@ -19,10 +19,10 @@ import (
 // one stylesheet. They are bundled once per process (see widgetBundle) into what
 // /webmcp/ serves.
 //
-//go:embed web/widget/*.js web/widget/*.css
+//go:embed widget/*.js widget/*.css
 var widgetSources embed.FS
 
-const widgetDir = "web/widget"
+const widgetDir = "widget"
 
 // The widget's entry points, served under stable names that revalidate (ETag): the
 // chat widget (which starts the bridge) and the bridge alone, for a site with a chat UI
@@ -46,10 +46,10 @@ var widgetBundle = sync.OnceValues(func() ([]bundledFile, error) {
 		Loader:      map[string]api.Loader{".css": api.LoaderCSS},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("server: widget stylesheet: %w", err)
+		return nil, fmt.Errorf("web: widget stylesheet: %w", err)
 	}
 	if len(css) != 1 {
-		return nil, fmt.Errorf("server: widget stylesheet: %d outputs, want 1", len(css))
+		return nil, fmt.Errorf("web: widget stylesheet: %d outputs, want 1", len(css))
 	}
 	sum := sha256.Sum256(css[0].Contents)
 	cssName := "chat-" + hex.EncodeToString(sum[:])[:12] + ".css"
@@ -64,7 +64,7 @@ var widgetBundle = sync.OnceValues(func() ([]bundledFile, error) {
 		Define:      map[string]string{"__SITETOOLS_CSS__": string(cssLiteral)},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("server: widget modules: %w", err)
+		return nil, fmt.Errorf("web: widget modules: %w", err)
 	}
 	out := []bundledFile{{name: cssName, body: css[0].Contents, immutable: true}}
 	for _, f := range js {
@@ -135,4 +135,24 @@ var embeddedSources = api.Plugin{
 			return api.OnLoadResult{Contents: &s, Loader: loader}, nil
 		})
 	},
+}
+
+// WidgetFile is one file of the widget bundle, as /webmcp/ serves it.
+type WidgetFile struct {
+	Name      string
+	Body      []byte
+	Immutable bool
+}
+
+// WidgetFiles are the files bundled from widget/, for the contract test.
+func WidgetFiles() ([]WidgetFile, error) {
+	b, err := widgetBundle()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]WidgetFile, 0, len(b))
+	for _, f := range b {
+		out = append(out, WidgetFile{Name: f.name, Body: f.body, Immutable: f.immutable})
+	}
+	return out, nil
 }
