@@ -111,7 +111,6 @@ type Retention struct {
 	EmbeddingCacheMaxRows int // EMBEDDING_CACHE_MAX_ROWS
 }
 
-
 // An Area is one part of the configuration, loaded and checked on its own, so that a
 // command reads only the variables it uses (ingest needs no admin token).
 type Area int
