@@ -67,7 +67,7 @@ func (a *App) createBooking(c echo.Context) error {
 		return tools.Errorf(tools.CodeNotFound, "appointments are not configured (AVAILABILITY_CONFIG)")
 	}
 	if !isJSON(c.Request().Header.Get("Content-Type")) {
-		return tools.Errorf(tools.CodeUnsupportedMediaType, "send the booking as application/json")
+		return tools.Errorf(CodeUnsupportedMediaType, "send the booking as application/json")
 	}
 	body, err := readBody(c.Request(), a.cfg.BodyLimitBytes)
 	if err != nil {

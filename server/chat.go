@@ -35,7 +35,7 @@ func (a *App) chatTurn(c echo.Context) error {
 	req := c.Request()
 	c.Set(ctxChannel, string(tools.ChannelChat))
 	if !isJSON(req.Header.Get("Content-Type")) {
-		return tools.Errorf(tools.CodeUnsupportedMediaType, "send the request body as application/json")
+		return tools.Errorf(CodeUnsupportedMediaType, "send the request body as application/json")
 	}
 	body, err := readBody(req, a.chatBodyLimit())
 	if err != nil {
@@ -151,7 +151,7 @@ func parseChatBody(body []byte, caps config.Chat) ([]assistant.Message, error) {
 	}
 	// Consent before anything else is looked at: without it nothing reaches a tool or model.
 	if b.Consent == nil || !*b.Consent {
-		return nil, tools.Errorf(tools.CodeConsentRequired, `the chat needs the visitor's consent to its privacy notice: send "consent": true once they gave it`)
+		return nil, tools.Errorf(CodeConsentRequired, `the chat needs the visitor's consent to its privacy notice: send "consent": true once they gave it`)
 	}
 	if err := checkChatCaps(b, caps); err != nil {
 		return nil, err

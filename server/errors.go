@@ -13,21 +13,31 @@ import (
 	"github.com/sitetools/sitetools/tools"
 )
 
+// The error codes only HTTP has; the codes of calls are in package tools.
+const (
+	CodeOriginNotAllowed     = "origin_not_allowed"
+	CodeConsentRequired      = "consent_required"
+	CodeUnauthorized         = "unauthorized"
+	CodeMethodNotAllowed     = "method_not_allowed"
+	CodeBodyTooLarge         = "body_too_large"
+	CodeUnsupportedMediaType = "unsupported_media_type"
+)
+
 // codes maps every error code to its HTTP status. It is the only such table.
 var codes = map[string]int{
 	tools.CodeMalformedRequest:       http.StatusBadRequest,
 	tools.CodeInvalidArguments:       http.StatusBadRequest,
 	tools.CodeQueryTooLong:           http.StatusBadRequest,
 	tools.CodeIdempotencyKeyRequired: http.StatusBadRequest,
-	tools.CodeUnauthorized:           http.StatusUnauthorized,
-	tools.CodeOriginNotAllowed:       http.StatusForbidden,
-	tools.CodeConsentRequired:        http.StatusForbidden,
+	CodeUnauthorized:                 http.StatusUnauthorized,
+	CodeOriginNotAllowed:             http.StatusForbidden,
+	CodeConsentRequired:              http.StatusForbidden,
 	tools.CodeNotFound:               http.StatusNotFound,
 	tools.CodeUnknownTool:            http.StatusNotFound,
-	tools.CodeMethodNotAllowed:       http.StatusMethodNotAllowed,
+	CodeMethodNotAllowed:             http.StatusMethodNotAllowed,
 	tools.CodeIdempotencyConflict:    http.StatusConflict,
-	tools.CodeBodyTooLarge:           http.StatusRequestEntityTooLarge,
-	tools.CodeUnsupportedMediaType:   http.StatusUnsupportedMediaType,
+	CodeBodyTooLarge:                 http.StatusRequestEntityTooLarge,
+	CodeUnsupportedMediaType:         http.StatusUnsupportedMediaType,
 	tools.CodeRateLimited:            http.StatusTooManyRequests,
 	tools.CodeInternal:               http.StatusInternalServerError,
 	tools.CodeUnavailable:            http.StatusServiceUnavailable,
@@ -98,13 +108,13 @@ func toolsError(err error) *tools.Error {
 		case http.StatusNotFound:
 			return tools.Errorf(tools.CodeNotFound, "no such route")
 		case http.StatusMethodNotAllowed:
-			return tools.Errorf(tools.CodeMethodNotAllowed, "method not allowed on this route")
+			return tools.Errorf(CodeMethodNotAllowed, "method not allowed on this route")
 		case http.StatusRequestEntityTooLarge:
-			return tools.Errorf(tools.CodeBodyTooLarge, "request body too large")
+			return tools.Errorf(CodeBodyTooLarge, "request body too large")
 		case http.StatusUnsupportedMediaType:
-			return tools.Errorf(tools.CodeUnsupportedMediaType, "unsupported media type")
+			return tools.Errorf(CodeUnsupportedMediaType, "unsupported media type")
 		case http.StatusUnauthorized:
-			return tools.Errorf(tools.CodeUnauthorized, "missing or wrong bearer token")
+			return tools.Errorf(CodeUnauthorized, "missing or wrong bearer token")
 		}
 		return tools.Internal(err)
 	}

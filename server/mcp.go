@@ -150,7 +150,7 @@ func (a *App) checkMCPHost(next echo.HandlerFunc) echo.HandlerFunc {
 		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 			return next(c)
 		}
-		return tools.Errorf(tools.CodeOriginNotAllowed, "host %q is not allowed here; if a reverse proxy on this machine passes it on, add it to MCP_ALLOWED_HOSTS", tools.Truncate(host, 64))
+		return tools.Errorf(CodeOriginNotAllowed, "host %q is not allowed here; if a reverse proxy on this machine passes it on, add it to MCP_ALLOWED_HOSTS", tools.Truncate(host, 64))
 	}
 }
 

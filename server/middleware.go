@@ -133,7 +133,7 @@ func (a *App) checkOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		origin := c.Request().Header.Get("Origin")
 		if origin != "" && !a.allowOrigin(c.Request(), origin) {
-			return tools.Errorf(tools.CodeOriginNotAllowed, "requests from this origin are not allowed")
+			return tools.Errorf(CodeOriginNotAllowed, "requests from this origin are not allowed")
 		}
 		return next(c)
 	}
@@ -147,7 +147,7 @@ func (a *App) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
 		sum := sha256.Sum256([]byte(got))
 		if !ok || a.cfg.AdminToken == "" || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="sitetools-admin"`)
-			return tools.Errorf(tools.CodeUnauthorized, "missing or wrong bearer token")
+			return tools.Errorf(CodeUnauthorized, "missing or wrong bearer token")
 		}
 		return next(c)
 	}
@@ -157,7 +157,7 @@ func (a *App) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
 func methodNotAllowed(allow string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		c.Response().Header().Set("Allow", allow)
-		return tools.Errorf(tools.CodeMethodNotAllowed, "method %s is not allowed on this route; allowed: %s", tools.Truncate(c.Request().Method, 16), allow)
+		return tools.Errorf(CodeMethodNotAllowed, "method %s is not allowed on this route; allowed: %s", tools.Truncate(c.Request().Method, 16), allow)
 	}
 }
 

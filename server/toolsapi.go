@@ -32,7 +32,7 @@ func (a *App) callTool(c echo.Context) error {
 	req := c.Request()
 	c.Set(ctxChannel, string(tools.ChannelWebMCP))
 	if !isJSON(req.Header.Get("Content-Type")) {
-		return tools.Errorf(tools.CodeUnsupportedMediaType, "send the request body as application/json")
+		return tools.Errorf(CodeUnsupportedMediaType, "send the request body as application/json")
 	}
 	body, err := readBody(req, a.cfg.BodyLimitBytes)
 	if err != nil {
@@ -64,7 +64,7 @@ func isJSON(contentType string) bool {
 
 // readBody reads at most limit bytes; a longer body is refused without reading it all.
 func readBody(req *http.Request, limit int64) ([]byte, error) {
-	tooLarge := tools.Errorf(tools.CodeBodyTooLarge, "request body is larger than %d bytes", limit)
+	tooLarge := tools.Errorf(CodeBodyTooLarge, "request body is larger than %d bytes", limit)
 	if req.ContentLength > limit {
 		return nil, tooLarge
 	}

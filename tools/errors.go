@@ -6,22 +6,17 @@ import (
 	"time"
 )
 
-// Error codes. Each maps to exactly one HTTP status at the edge (server/errors.go);
-// an error without a code is "internal" and its message is never shown.
+// Error codes of calls, on every channel. Each maps to exactly one HTTP status at the
+// edge (server/errors.go, which adds the codes only HTTP has); an error without a code
+// is "internal" and its message is never shown.
 const (
 	CodeMalformedRequest       = "malformed_request"
 	CodeInvalidArguments       = "invalid_arguments"
 	CodeQueryTooLong           = "query_too_long"
-	CodeOriginNotAllowed       = "origin_not_allowed"
-	CodeConsentRequired        = "consent_required"
-	CodeUnauthorized           = "unauthorized"
 	CodeNotFound               = "not_found"
 	CodeUnknownTool            = "unknown_tool"
-	CodeMethodNotAllowed       = "method_not_allowed"
 	CodeIdempotencyKeyRequired = "idempotency_key_required"
 	CodeIdempotencyConflict    = "idempotency_conflict"
-	CodeBodyTooLarge           = "body_too_large"
-	CodeUnsupportedMediaType   = "unsupported_media_type"
 	CodeRateLimited            = "rate_limited"
 	CodeUnavailable            = "unavailable"
 	CodeInternal               = "internal"
