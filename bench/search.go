@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sitetools/sitetools/internal/content"
+
 	"github.com/sitetools/sitetools/internal/config"
 
 	"github.com/jackc/pgx/v5"
@@ -64,8 +66,8 @@ func ingestDemo(ctx context.Context, cfg config.Config, db *postgres.DB, logger 
 		Embedder: embedder,
 		Ledger:   costguard.NewLedger(db.Pool),
 	}
-	st, err := in.Sync(ctx, "dir:"+dir, func(fn func(*sitesearch.Document) error) ([]string, error) {
-		return nil, sitesearch.WalkDir(dir, demoBaseURL, fn)
+	st, err := in.Sync(ctx, "dir:"+dir, func(fn func(*content.Document) error) ([]string, error) {
+		return nil, content.WalkDir(dir, demoBaseURL, fn)
 	})
 	if err != nil {
 		return st, fmt.Errorf("ingest %s: %w", demoDir, err)

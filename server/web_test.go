@@ -9,22 +9,23 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sitetools/sitetools/internal/content"
+
 	"github.com/sitetools/sitetools/internal/config"
 
 	"golang.org/x/net/html"
 
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
 	"github.com/sitetools/sitetools/server"
-	"github.com/sitetools/sitetools/tools/sitesearch"
 )
 
 const demoSite = "../deploy/demo/site"
 
 // demoPages are the demo site's pages by path, as the index reads them.
-func demoPages(t *testing.T) map[string]*sitesearch.Document {
+func demoPages(t *testing.T) map[string]*content.Document {
 	t.Helper()
-	docs := map[string]*sitesearch.Document{}
-	err := sitesearch.WalkDir(demoSite, "https://site.example", func(d *sitesearch.Document) error {
+	docs := map[string]*content.Document{}
+	err := content.WalkDir(demoSite, "https://site.example", func(d *content.Document) error {
 		docs[d.Path] = d
 		return nil
 	})

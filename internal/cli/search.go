@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/content"
+
 	"github.com/sitetools/sitetools/internal/config"
 
 	"github.com/mattn/go-isatty"
@@ -106,17 +108,17 @@ func ingestSource(ctx context.Context, dir, baseURL, sitemap string, concurrency
 		if _, err := url.Parse(baseURL); err != nil {
 			return "", nil, 0, usageError{"--base-url is not a URL"}
 		}
-		walk := func(fn func(*sitesearch.Document) error) ([]string, error) {
-			return nil, sitesearch.WalkDir(abs, baseURL, fn)
+		walk := func(fn func(*content.Document) error) ([]string, error) {
+			return nil, content.WalkDir(abs, baseURL, fn)
 		}
 		return "dir:" + abs, walk, countPages(abs), nil
 	}
-	crawler := &sitesearch.Crawler{Client: fetch.New(cfg.Fetch), Concurrency: concurrency}
+	crawler := &content.Crawler{Client: fetch.New(cfg.Fetch), Concurrency: concurrency}
 	urls, err := crawler.Sitemap(ctx, sitemap)
 	if err != nil {
 		return "", nil, 0, err
 	}
-	walk := func(fn func(*sitesearch.Document) error) ([]string, error) {
+	walk := func(fn func(*content.Document) error) ([]string, error) {
 		stats, err := crawler.Fetch(ctx, urls, fn)
 		if stats.Failed > 0 {
 			logger.Warn("some pages could not be fetched this time; their indexed copies are kept", "failed", stats.Failed)

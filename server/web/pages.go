@@ -12,7 +12,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sitetools/sitetools/tools/sitesearch"
+	"github.com/sitetools/sitetools/internal/content"
+
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/parser"
@@ -65,7 +66,7 @@ func readPages(dir string) ([]*sourcePage, error) {
 func readPage(root, rel string) (*sourcePage, error) {
 	// The index's own reading gives the path, title and language, so that a search
 	// result's url is a page here.
-	doc, err := sitesearch.DocumentFromFile(root, rel, "http://site.invalid")
+	doc, err := content.DocumentFromFile(root, rel, "http://site.invalid")
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +123,7 @@ func renderMarkdown(src []byte) (template.HTML, error) {
 		goldmark.WithParserOptions(parser.WithAutoHeadingID(), parser.WithHeadingAttribute()),
 	)
 	var out bytes.Buffer
-	ctx := parser.NewContext(parser.WithIDs(sitesearch.NewHeadingIDs()))
+	ctx := parser.NewContext(parser.WithIDs(content.NewHeadingIDs()))
 	if err := md.Convert(src, &out, parser.WithContext(ctx)); err != nil {
 		return "", err
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sitetools/sitetools/internal/content"
+
 	"github.com/sitetools/sitetools/internal/costguard"
 	"github.com/sitetools/sitetools/internal/llm"
 )
@@ -16,7 +18,7 @@ type Ingester struct {
 	Index    Index
 	Embedder llm.Embedder
 	Ledger   *costguard.Ledger // nil: embedding calls are not recorded
-	Chunking ChunkOptions
+	Chunking content.ChunkOptions
 	// BatchSize is how many chunks one embedding request carries (default 64).
 	BatchSize int
 	// Reindex drops the whole index first: needed to change model or dimension.
@@ -46,7 +48,7 @@ func (s IngestStats) String() string {
 
 // Walk yields the documents of a source, one call of fn each. It returns the URLs it
 // could not fetch this time (a timeout, a 5xx): their pages are kept as they are.
-type Walk func(fn func(*Document) error) (failed []string, err error)
+type Walk func(fn func(*content.Document) error) (failed []string, err error)
 
 // Sync ingests every document that walk yields under the name source, then removes the
 // pages of source that walk neither yielded nor failed to fetch.
@@ -62,7 +64,7 @@ func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestS
 		return st, err
 	}
 	seen := map[string]bool{}
-	failed, err := walk(func(doc *Document) error {
+	failed, err := walk(func(doc *content.Document) error {
 		if seen[doc.URL] {
 			return nil
 		}
@@ -91,8 +93,8 @@ func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestS
 	return st, nil
 }
 
-func (in *Ingester) put(ctx context.Context, source string, doc *Document, st *IngestStats) error {
-	hash := DocumentHash(doc)
+func (in *Ingester) put(ctx context.Context, source string, doc *content.Document, st *IngestStats) error {
+	hash := content.DocumentHash(doc)
 	oldHash, known, err := in.Index.PageHash(ctx, doc.URL)
 	switch {
 	case err != nil:
@@ -111,7 +113,7 @@ func (in *Ingester) put(ctx context.Context, source string, doc *Document, st *I
 	if opts.Count == nil {
 		opts.Count = llm.CountTokens
 	}
-	chunks := ChunkDocument(doc, opts)
+	chunks := content.ChunkDocument(doc, opts)
 	vectors, err := in.vectors(ctx, doc, chunks, st)
 	if err != nil {
 		return err
@@ -128,7 +130,7 @@ func (in *Ingester) put(ctx context.Context, source string, doc *Document, st *I
 
 // vectors returns one embedding per chunk, reusing the stored embedding of any chunk
 // whose content hash the index already holds, and embedding the rest in batches.
-func (in *Ingester) vectors(ctx context.Context, doc *Document, chunks []Chunk, st *IngestStats) ([][]float32, error) {
+func (in *Ingester) vectors(ctx context.Context, doc *content.Document, chunks []content.Chunk, st *IngestStats) ([][]float32, error) {
 	hashes := make([]string, len(chunks))
 	for i, c := range chunks {
 		hashes[i] = c.Hash
@@ -189,19 +191,19 @@ func (in *Ingester) vectors(ctx context.Context, doc *Document, chunks []Chunk, 
 
 // contextLine is what a chunk is about: page title and section heading. It weighs more
 // in full-text ranking.
-func contextLine(doc *Document, c Chunk) string {
+func contextLine(doc *content.Document, c content.Chunk) string {
 	if c.Heading == "" || c.Heading == doc.Title {
 		return doc.Title
 	}
 	return doc.Title + " — " + c.Heading
 }
 
-func embeddingText(doc *Document, c Chunk) string {
+func embeddingText(doc *content.Document, c content.Chunk) string {
 	return contextLine(doc, c) + "\n\n" + c.Text
 }
 
 // pageBody is the page's indexed text as get_page returns it.
-func pageBody(doc *Document) string {
+func pageBody(doc *content.Document) string {
 	var b strings.Builder
 	for _, s := range doc.Sections {
 		if s.Heading != "" {

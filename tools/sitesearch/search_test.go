@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/content"
+
 	"github.com/sitetools/sitetools/internal/config"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -110,8 +112,8 @@ func newSearchEnv(t *testing.T, o envOptions) *searchEnv {
 	return e
 }
 
-func walkDemo(fn func(*sitesearch.Document) error) ([]string, error) {
-	return nil, sitesearch.WalkDir(demoSite, baseURL, fn)
+func walkDemo(fn func(*content.Document) error) ([]string, error) {
+	return nil, content.WalkDir(demoSite, baseURL, fn)
 }
 
 type searchResult struct {
@@ -359,8 +361,8 @@ func TestReingest(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, inputsBefore := e.fake.Calls(), e.fake.Inputs()
-	st, err = in.Sync(ctx, "dir:demo", func(fn func(*sitesearch.Document) error) ([]string, error) {
-		return nil, sitesearch.WalkDir(dir, baseURL, fn)
+	st, err = in.Sync(ctx, "dir:demo", func(fn func(*content.Document) error) ([]string, error) {
+		return nil, content.WalkDir(dir, baseURL, fn)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -377,8 +379,8 @@ func TestReingest(t *testing.T) {
 		t.Fatalf("removed page still served: %s", r.body)
 	}
 	// A page the source failed to deliver this time (a timeout, a 5xx) is kept.
-	st, err = in.Sync(ctx, "dir:demo", func(fn func(*sitesearch.Document) error) ([]string, error) {
-		err := sitesearch.WalkDir(dir, baseURL, func(d *sitesearch.Document) error {
+	st, err = in.Sync(ctx, "dir:demo", func(fn func(*content.Document) error) ([]string, error) {
+		err := content.WalkDir(dir, baseURL, func(d *content.Document) error {
 			if strings.HasSuffix(d.URL, "/pricing") {
 				return nil
 			}

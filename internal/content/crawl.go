@@ -1,4 +1,4 @@
-package sitesearch
+package content
 
 import (
 	"bytes"
@@ -148,10 +148,10 @@ func (c *Crawler) Fetch(ctx context.Context, urls []string, fn func(*Document) e
 	var stats CrawlStats
 	urls = crawlDedupe(urls)
 	if len(urls) > c.maxPages() {
-		return stats, fmt.Errorf("sitesearch.Fetch: %d URLs, more than the limit of %d", len(urls), c.maxPages())
+		return stats, fmt.Errorf("content.Fetch: %d URLs, more than the limit of %d", len(urls), c.maxPages())
 	}
 	if err := ctx.Err(); err != nil {
-		return stats, fmt.Errorf("sitesearch.Fetch: %w", err)
+		return stats, fmt.Errorf("content.Fetch: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -187,7 +187,7 @@ func (c *Crawler) Fetch(ctx context.Context, urls []string, fn func(*Document) e
 		return stats, fnErr
 	}
 	if err := ctx.Err(); err != nil {
-		return stats, fmt.Errorf("sitesearch.Fetch: %w", err)
+		return stats, fmt.Errorf("content.Fetch: %w", err)
 	}
 	return stats, nil
 }

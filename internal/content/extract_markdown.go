@@ -1,4 +1,4 @@
-package sitesearch
+package content
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package sitesearch
+package content
 
 import (
 	"bytes"
@@ -50,7 +50,7 @@ type Section struct {
 // get GitHub-style ids unless they set one with {#id}.
 func ParseMarkdown(src []byte, pageURL string) (*Document, error) {
 	if len(src) > MaxPageBytes {
-		return nil, fmt.Errorf("sitesearch.ParseMarkdown: %s: %w", pageURL, ErrPageTooLarge)
+		return nil, fmt.Errorf("content.ParseMarkdown: %s: %w", pageURL, ErrPageTooLarge)
 	}
 	// Before parsing: CommonMark turns NUL into U+FFFD, and control bytes never occur
 	// inside a UTF-8 sequence, so dropping them here is safe.
@@ -62,11 +62,11 @@ func ParseMarkdown(src []byte, pageURL string) (*Document, error) {
 	}, src)
 	doc, err := extractNewDocument(pageURL)
 	if err != nil {
-		return nil, fmt.Errorf("sitesearch.ParseMarkdown: %w", err)
+		return nil, fmt.Errorf("content.ParseMarkdown: %w", err)
 	}
 	fm, body, err := extractFrontMatter(src)
 	if err != nil {
-		return nil, fmt.Errorf("sitesearch.ParseMarkdown: %s: %w", pageURL, err)
+		return nil, fmt.Errorf("content.ParseMarkdown: %s: %w", pageURL, err)
 	}
 	md := goldmark.New(
 		goldmark.WithExtensions(extension.GFM),
@@ -77,11 +77,11 @@ func ParseMarkdown(src []byte, pageURL string) (*Document, error) {
 	var rendered bytes.Buffer
 	pctx := parser.NewContext(parser.WithIDs(&extractGitHubIDs{seen: map[string]int{}}))
 	if err := md.Convert(body, &rendered, parser.WithContext(pctx)); err != nil {
-		return nil, fmt.Errorf("sitesearch.ParseMarkdown: %s: %w", pageURL, err)
+		return nil, fmt.Errorf("content.ParseMarkdown: %s: %w", pageURL, err)
 	}
 	root, err := html.Parse(&rendered)
 	if err != nil {
-		return nil, fmt.Errorf("sitesearch.ParseMarkdown: %s: %w", pageURL, err)
+		return nil, fmt.Errorf("content.ParseMarkdown: %s: %w", pageURL, err)
 	}
 	doc.Sections = extractSections(extractFind(root, "body"), true)
 	doc.Title = extractSpace(fm.Title)
@@ -103,7 +103,7 @@ func ParseMarkdown(src []byte, pageURL string) (*Document, error) {
 func ParseHTML(src []byte, pageURL string) (*Document, error) {
 	doc, err := extractHTML(src, pageURL, "")
 	if err != nil {
-		return nil, fmt.Errorf("sitesearch.ParseHTML: %w", err)
+		return nil, fmt.Errorf("content.ParseHTML: %w", err)
 	}
 	return doc, nil
 }
@@ -173,29 +173,29 @@ func DocumentFromFile(root, file, baseURL string) (*Document, error) {
 	if filepath.IsAbs(file) {
 		r, err := filepath.Rel(root, file)
 		if err != nil {
-			return nil, fmt.Errorf("sitesearch.DocumentFromFile: %w", err)
+			return nil, fmt.Errorf("content.DocumentFromFile: %w", err)
 		}
 		rel = r
 	}
 	rel = filepath.ToSlash(filepath.Clean(rel))
 	if rel == ".." || strings.HasPrefix(rel, "../") || path.IsAbs(rel) {
-		return nil, fmt.Errorf("sitesearch.DocumentFromFile: %s is outside %s", file, root)
+		return nil, fmt.Errorf("content.DocumentFromFile: %s is outside %s", file, root)
 	}
 	pageURL, err := extractFileURL(rel, baseURL)
 	if err != nil {
-		return nil, fmt.Errorf("sitesearch.DocumentFromFile: %w", err)
+		return nil, fmt.Errorf("content.DocumentFromFile: %w", err)
 	}
 	full := filepath.Join(root, filepath.FromSlash(rel))
 	info, err := os.Stat(full)
 	if err != nil {
-		return nil, fmt.Errorf("sitesearch.DocumentFromFile: %w", err)
+		return nil, fmt.Errorf("content.DocumentFromFile: %w", err)
 	}
 	if info.Size() > MaxPageBytes {
-		return nil, fmt.Errorf("sitesearch.DocumentFromFile: %s: %w", rel, ErrPageTooLarge)
+		return nil, fmt.Errorf("content.DocumentFromFile: %s: %w", rel, ErrPageTooLarge)
 	}
 	src, err := os.ReadFile(full)
 	if err != nil {
-		return nil, fmt.Errorf("sitesearch.DocumentFromFile: %w", err)
+		return nil, fmt.Errorf("content.DocumentFromFile: %w", err)
 	}
 	switch strings.ToLower(path.Ext(rel)) {
 	case ".md", ".markdown":
@@ -212,7 +212,7 @@ func DocumentFromFile(root, file, baseURL string) (*Document, error) {
 // skipped a page would remove it from the index.
 func WalkDir(root, baseURL string, fn func(*Document) error) error {
 	if _, err := extractParseBase(baseURL); err != nil {
-		return fmt.Errorf("sitesearch.WalkDir: %w", err)
+		return fmt.Errorf("content.WalkDir: %w", err)
 	}
 	var files []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -236,7 +236,7 @@ func WalkDir(root, baseURL string, fn func(*Document) error) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("sitesearch.WalkDir: %w", err)
+		return fmt.Errorf("content.WalkDir: %w", err)
 	}
 	slices.Sort(files)
 	for _, f := range files {

@@ -1,4 +1,4 @@
-package sitesearch
+package content
 
 import (
 	"bufio"
@@ -31,11 +31,11 @@ const (
 func (c *Crawler) Sitemap(ctx context.Context, sitemapURL string) ([]string, error) {
 	origin := crawlOrigin(sitemapURL)
 	if origin == "" {
-		return nil, fmt.Errorf("sitesearch.Sitemap: %q is not an absolute http(s) URL", sitemapURL)
+		return nil, fmt.Errorf("content.Sitemap: %q is not an absolute http(s) URL", sitemapURL)
 	}
 	s := sitemapWalk{c: c, origin: origin, seen: map[string]bool{}, urls: map[string]bool{}}
 	if err := s.visit(ctx, sitemapURL, 0); err != nil {
-		return nil, fmt.Errorf("sitesearch.Sitemap: %w", err)
+		return nil, fmt.Errorf("content.Sitemap: %w", err)
 	}
 	out := make([]string, 0, len(s.urls))
 	for u := range s.urls {
