@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sitetools/sitetools/internal/app"
-	"github.com/sitetools/sitetools/internal/costguard"
+	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/tools/sitesearch"
@@ -64,7 +64,7 @@ func ingestDemo(ctx context.Context, cfg config.Config, db *postgres.DB, logger 
 	in := &sitesearch.Ingester{
 		Index:    postgres.NewSiteIndex(db, embedder.Dimensions()),
 		Embedder: embedder,
-		Ledger:   costguard.NewLedger(db.Pool),
+		Ledger:   budget.NewLedger(db.Pool),
 	}
 	st, err := in.Sync(ctx, "dir:"+dir, func(fn func(*content.Document) error) ([]string, error) {
 		return nil, content.WalkDir(dir, demoBaseURL, fn)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sitetools/sitetools/internal/costguard"
+	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/llm/llmtest"
 	"github.com/sitetools/sitetools/internal/postgres"
@@ -305,9 +305,9 @@ func TestChatNativeParallel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ledger []costguard.Entry
+	var ledger []budget.Entry
 	for rows.Next() {
-		var e costguard.Entry
+		var e budget.Entry
 		if err := rows.Scan(&e.Kind, &e.Channel, &e.Tool, &e.Model, &e.Tokens, &e.CostUSD, &e.Outcome); err != nil {
 			t.Fatal(err)
 		}
@@ -326,7 +326,7 @@ func TestChatNativeParallel(t *testing.T) {
 	if total != done.Usage.TotalTokens {
 		t.Errorf("ledger has %d tokens, the turn reported %d", total, done.Usage.TotalTokens)
 	}
-	today, err := costguard.NewBudget(ce.db.Pool, "llm", 1000000, nil).Today(ctx)
+	today, err := budget.NewBudget(ce.db.Pool, "llm", 1000000, nil).Today(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +475,7 @@ func TestChatRateLimited(t *testing.T) {
 func TestChatBudgetSpent(t *testing.T) {
 	ce := newChatEnv(t, map[string]string{"LLM_DAILY_TOKEN_BUDGET": "5000"}, true)
 	ctx := context.Background()
-	budget := costguard.NewBudget(ce.db.Pool, "llm", 5000, nil)
+	budget := budget.NewBudget(ce.db.Pool, "llm", 5000, nil)
 	res, err := budget.Reserve(ctx, 4900)
 	if err != nil {
 		t.Fatal(err)

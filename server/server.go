@@ -21,7 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sitetools/sitetools/internal/assistant"
-	"github.com/sitetools/sitetools/internal/costguard"
+	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/tools"
 	"github.com/sitetools/sitetools/tools/appointments"
@@ -66,10 +66,10 @@ type Options struct {
 	// ChatPersona is the chat's persona and tone (empty: the built-in one).
 	ChatPersona string
 	// ChatBudget is the chat model's daily budget (nil: one from the configuration).
-	ChatBudget *costguard.Budget
+	ChatBudget *budget.Budget
 	// ProviderMetrics counts the paid calls of the chat's ledger (nil: new ones on
 	// Metrics). Pass the ones other ledgers use, so that all count in one place.
-	ProviderMetrics *costguard.ProviderMetrics
+	ProviderMetrics *budget.ProviderMetrics
 }
 
 // New builds the service. It does not listen; see Run, or Handler for tests.
@@ -106,15 +106,15 @@ func New(cfg config.Config, opts Options) (*App, error) {
 	}
 	providerMetrics := opts.ProviderMetrics
 	if providerMetrics == nil {
-		providerMetrics = costguard.NewProviderMetrics(a.metrics.reg)
+		providerMetrics = budget.NewProviderMetrics(a.metrics.reg)
 	}
-	a.metrics.reg.MustRegister(costguard.NewUsageCollector(opts.DB.Pool, map[string]int64{
+	a.metrics.reg.MustRegister(budget.NewUsageCollector(opts.DB.Pool, map[string]int64{
 		"embedding": cfg.Embeddings.DailyTokenBudget, "llm": cfg.Chat.DailyTokenBudget,
 	}, logger))
 	chatOpts := assistant.Options{
 		Registry:        a.registry,
 		ToolMode:        cfg.Chat.ToolMode,
-		Ledger:          costguard.NewLedger(opts.DB.Pool).WithMetrics(providerMetrics),
+		Ledger:          budget.NewLedger(opts.DB.Pool).WithMetrics(providerMetrics),
 		PricePerMTok:    cfg.Chat.PricePerMTok,
 		Persona:         opts.ChatPersona,
 		MaxToolRounds:   cfg.Chat.MaxToolRounds,
@@ -126,7 +126,7 @@ func New(cfg config.Config, opts Options) (*App, error) {
 		chatOpts.Provider = opts.ChatProvider
 		chatOpts.Budget = opts.ChatBudget
 		if chatOpts.Budget == nil {
-			chatOpts.Budget = costguard.NewBudget(opts.DB.Pool, "llm", cfg.Chat.DailyTokenBudget, nil)
+			chatOpts.Budget = budget.NewBudget(opts.DB.Pool, "llm", cfg.Chat.DailyTokenBudget, nil)
 		}
 	}
 	chat, err := assistant.New(chatOpts)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sitetools/sitetools/internal/costguard"
+	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools"
@@ -42,7 +42,7 @@ type Service struct {
 	// Search is search_site's machinery.
 	Search *Search
 	// LLMBudget is the chat model's daily budget, shared by the chat and the usage report.
-	LLMBudget *costguard.Budget
+	LLMBudget *budget.Budget
 
 	logger  *slog.Logger
 	closers []func()
@@ -73,7 +73,7 @@ func Build(ctx context.Context, cfg config.Config, opts Options) (svc *Service, 
 		// Serve anyway: /readyz reports it, and the service recovers when the database does.
 		s.logger.Warn("database not ready", "err", err.Error())
 	}
-	providerMetrics := costguard.NewProviderMetrics(s.Metrics)
+	providerMetrics := budget.NewProviderMetrics(s.Metrics)
 	if s.Search, err = newSearch(ctx, cfg, s.DB, s.logger, s.Metrics, providerMetrics); err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func Build(ctx context.Context, cfg config.Config, opts Options) (svc *Service, 
 	if err != nil {
 		return nil, err
 	}
-	s.LLMBudget = costguard.NewBudget(s.DB.Pool, "llm", cfg.Chat.DailyTokenBudget, nil)
+	s.LLMBudget = budget.NewBudget(s.DB.Pool, "llm", cfg.Chat.DailyTokenBudget, nil)
 	s.HTTP, err = server.New(cfg, server.Options{
 		DB: s.DB, Logger: s.logger, Metrics: s.Metrics, Usage: s.Usage, Bookings: bookings,
 		ChatProvider: chat, ChatPersona: persona, ChatBudget: s.LLMBudget, ProviderMetrics: providerMetrics,
@@ -142,8 +142,8 @@ func (s *Service) Close() {
 // UsageReport is the admin usage report: the ledger by day, channel and tool, and
 // today's budgets.
 type UsageReport struct {
-	Budgets []costguard.Usage     `json:"budgets"`
-	Ledger  []costguard.ReportRow `json:"ledger"`
+	Budgets []budget.Usage     `json:"budgets"`
+	Ledger  []budget.ReportRow `json:"ledger"`
 }
 
 // Usage reports paid usage of the last days days and today's budgets, for the admin API
@@ -152,9 +152,9 @@ func (s *Service) Usage(ctx context.Context, days int) (any, error) {
 	return usage(ctx, s.Search, s.LLMBudget, days)
 }
 
-func usage(ctx context.Context, search *Search, llmBudget *costguard.Budget, days int) (UsageReport, error) {
+func usage(ctx context.Context, search *Search, llmBudget *budget.Budget, days int) (UsageReport, error) {
 	var r UsageReport
-	for _, b := range []*costguard.Budget{search.Budget, llmBudget} {
+	for _, b := range []*budget.Budget{search.Budget, llmBudget} {
 		today, err := b.Today(ctx)
 		if err != nil {
 			return r, err
@@ -167,7 +167,7 @@ func usage(ctx context.Context, search *Search, llmBudget *costguard.Budget, day
 	}
 	r.Ledger = rows
 	if r.Ledger == nil {
-		r.Ledger = []costguard.ReportRow{}
+		r.Ledger = []budget.ReportRow{}
 	}
 	return r, nil
 }

@@ -7,10 +7,11 @@ import (
 	"log/slog"
 
 	"github.com/sitetools/sitetools/internal/config"
+	"github.com/sitetools/sitetools/internal/embedcache"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sitetools/sitetools/internal/costguard"
+	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/tools"
@@ -38,13 +39,13 @@ func NewEmbedder(cfg config.Embeddings, logger *slog.Logger) (llm.Embedder, erro
 // embedding budget and ledger, and the tools (search_site, get_page).
 type Search struct {
 	Index    *postgres.SiteIndex
-	Embedder *costguard.QueryEmbedder
-	Budget   *costguard.Budget
-	Ledger   *costguard.Ledger
+	Embedder *embedcache.QueryEmbedder
+	Budget   *budget.Budget
+	Ledger   *budget.Ledger
 	Tools    []tools.Tool
 }
 
-func newSearch(ctx context.Context, cfg config.Config, db *postgres.DB, logger *slog.Logger, reg prometheus.Registerer, pm *costguard.ProviderMetrics) (*Search, error) {
+func newSearch(ctx context.Context, cfg config.Config, db *postgres.DB, logger *slog.Logger, reg prometheus.Registerer, pm *budget.ProviderMetrics) (*Search, error) {
 	embedder, err := NewEmbedder(cfg.Embeddings, logger)
 	if err != nil {
 		return nil, fmt.Errorf("embeddings: %w", err)
@@ -60,10 +61,10 @@ func newSearch(ctx context.Context, cfg config.Config, db *postgres.DB, logger *
 	}
 	s := &Search{
 		Index:  index,
-		Budget: costguard.NewBudget(db.Pool, "embedding", cfg.Embeddings.DailyTokenBudget, nil),
-		Ledger: costguard.NewLedger(db.Pool).WithMetrics(pm),
+		Budget: budget.NewBudget(db.Pool, "embedding", cfg.Embeddings.DailyTokenBudget, nil),
+		Ledger: budget.NewLedger(db.Pool).WithMetrics(pm),
 	}
-	s.Embedder, err = costguard.NewQueryEmbedder(costguard.QueryEmbedderOptions{
+	s.Embedder, err = embedcache.NewQueryEmbedder(embedcache.QueryEmbedderOptions{
 		Pool: db.Pool, Embedder: embedder, Budget: s.Budget, Ledger: s.Ledger,
 		PricePerMTok: cfg.Embeddings.PricePerMTok, Timeout: cfg.Embeddings.Timeout,
 		Logger: logger, Registerer: reg,

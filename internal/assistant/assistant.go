@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sitetools/sitetools/internal/costguard"
+	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/tools"
 )
@@ -43,8 +43,8 @@ type Options struct {
 	ToolMode string
 	// Budget is the daily LLM token budget (nil: unlimited); Ledger records every
 	// provider call (nil: nowhere).
-	Budget       *costguard.Budget
-	Ledger       *costguard.Ledger
+	Budget       *budget.Budget
+	Ledger       *budget.Ledger
 	PricePerMTok float64 // USD per million tokens, for the ledger's estimate
 	// Persona is the persona and tone, from the site owner (default DefaultPersona).
 	Persona string
@@ -307,7 +307,7 @@ func (t *turnState) providerFailed(ctx context.Context, turn Turn, round int, er
 		return emitErr
 	}
 	reason := ReasonUnavailable
-	if errors.Is(err, costguard.ErrBudgetExhausted) {
+	if errors.Is(err, budget.ErrBudgetExhausted) {
 		reason = ReasonBudgetExhausted
 		t.a.opts.Logger.Info("LLM budget spent; the chat answers retrieval-only", "round", round)
 	} else {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/sitetools/sitetools/internal/costguard"
+	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/llm"
 )
 
@@ -20,7 +20,7 @@ type reply struct {
 func (t *turnState) complete(ctx context.Context, req llm.ChatRequest, jsonMode bool) (*reply, error) {
 	a := t.a
 	prompt := llm.EstimateChatTokens(req)
-	var reservation *costguard.Reservation
+	var reservation *budget.Reservation
 	if a.opts.Budget != nil {
 		r, err := a.opts.Budget.Reserve(ctx, int64(prompt+req.MaxTokens))
 		if err != nil {
@@ -54,7 +54,7 @@ func (t *turnState) complete(ctx context.Context, req llm.ChatRequest, jsonMode 
 	t.mu.Lock()
 	t.usage.ProviderCalls++
 	t.mu.Unlock()
-	entry := costguard.Entry{Kind: "llm", Channel: "chat", Tool: "chat", Model: a.opts.Provider.Model(), Outcome: "ok"}
+	entry := budget.Entry{Kind: "llm", Channel: "chat", Tool: "chat", Model: a.opts.Provider.Model(), Outcome: "ok"}
 	if err != nil {
 		// A provider that failed may have charged for what it streamed; count that.
 		var used int64
@@ -86,7 +86,7 @@ func (t *turnState) complete(ctx context.Context, req llm.ChatRequest, jsonMode 
 	return &reply{ChatResponse: resp, request: kind == replyRequest}, nil
 }
 
-func (t *turnState) settle(ctx context.Context, r *costguard.Reservation, used int64) {
+func (t *turnState) settle(ctx context.Context, r *budget.Reservation, used int64) {
 	if r == nil {
 		return
 	}
@@ -101,7 +101,7 @@ func (t *turnState) settle(ctx context.Context, r *costguard.Reservation, used i
 	}
 }
 
-func (t *turnState) record(ctx context.Context, e costguard.Entry) {
+func (t *turnState) record(ctx context.Context, e budget.Entry) {
 	if t.a.opts.Ledger == nil {
 		return
 	}

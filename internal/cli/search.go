@@ -21,7 +21,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/sitetools/sitetools/internal/app"
-	"github.com/sitetools/sitetools/internal/costguard"
+	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/fetch"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/tools/sitesearch"
@@ -80,7 +80,7 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	in := &sitesearch.Ingester{
 		Index:    postgres.NewSiteIndex(db, embedder.Dimensions()),
 		Embedder: embedder,
-		Ledger:   costguard.NewLedger(db.Pool),
+		Ledger:   budget.NewLedger(db.Pool),
 		Reindex:  *reindex,
 	}
 	if f, ok := stdout.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
@@ -159,9 +159,9 @@ func usageCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	budget := costguard.NewBudget(db.Pool, "embedding", cfg.Embeddings.DailyTokenBudget, nil)
-	ledger := costguard.NewLedger(db.Pool)
-	today, err := budget.Today(ctx)
+	embeddingBudget := budget.NewBudget(db.Pool, "embedding", cfg.Embeddings.DailyTokenBudget, nil)
+	ledger := budget.NewLedger(db.Pool)
+	today, err := embeddingBudget.Today(ctx)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/sitetools/sitetools/internal/content"
 
-	"github.com/sitetools/sitetools/internal/costguard"
+	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/llm"
 )
 
@@ -17,7 +17,7 @@ import (
 type Ingester struct {
 	Index    Index
 	Embedder llm.Embedder
-	Ledger   *costguard.Ledger // nil: embedding calls are not recorded
+	Ledger   *budget.Ledger // nil: embedding calls are not recorded
 	Chunking content.ChunkOptions
 	// BatchSize is how many chunks one embedding request carries (default 64).
 	BatchSize int
@@ -163,7 +163,7 @@ func (in *Ingester) vectors(ctx context.Context, doc *content.Document, chunks [
 		res, err := in.Embedder.Embed(ctx, texts)
 		st.EmbedCalls++
 		if in.Ledger != nil {
-			e := costguard.Entry{Kind: "embedding", Channel: "ingest", Tool: "ingest", Model: in.Embedder.Model(), Outcome: "ok"}
+			e := budget.Entry{Kind: "embedding", Channel: "ingest", Tool: "ingest", Model: in.Embedder.Model(), Outcome: "ok"}
 			if err != nil {
 				e.Outcome = "error"
 			} else {

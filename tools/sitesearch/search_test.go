@@ -16,13 +16,14 @@ import (
 	"time"
 
 	"github.com/sitetools/sitetools/internal/content"
+	"github.com/sitetools/sitetools/internal/embedcache"
 
 	"github.com/sitetools/sitetools/internal/config"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/sitetools/sitetools/internal/costguard"
+	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/llm/llmtest"
 	"github.com/sitetools/sitetools/internal/postgres"
@@ -70,7 +71,7 @@ func newSearchEnv(t *testing.T, o envOptions) *searchEnv {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	ledger := costguard.NewLedger(e.db.Pool)
+	ledger := budget.NewLedger(e.db.Pool)
 	in := &sitesearch.Ingester{Index: postgres.NewSiteIndex(e.db, 384), Embedder: e.embedder, Ledger: ledger}
 	if _, err := in.Sync(ctx, "dir:demo", walkDemo); err != nil {
 		t.Fatal(err)
@@ -79,8 +80,8 @@ func newSearchEnv(t *testing.T, o envOptions) *searchEnv {
 	if timeout == 0 {
 		timeout = 2 * time.Second
 	}
-	qe, err := costguard.NewQueryEmbedder(costguard.QueryEmbedderOptions{
-		Pool: e.db.Pool, Embedder: e.embedder, Budget: costguard.NewBudget(e.db.Pool, "embedding", o.budget, nil),
+	qe, err := embedcache.NewQueryEmbedder(embedcache.QueryEmbedderOptions{
+		Pool: e.db.Pool, Embedder: e.embedder, Budget: budget.NewBudget(e.db.Pool, "embedding", o.budget, nil),
 		Ledger: ledger, PricePerMTok: 0.02, Timeout: timeout, Logger: logger, Registerer: e.reg,
 	})
 	if err != nil {
@@ -274,7 +275,7 @@ func TestBudgetIsNeverOverspent(t *testing.T) {
 				return
 			}
 			if r.out.Degraded != "" {
-				if r.out.Degraded != costguard.DegradedBudget {
+				if r.out.Degraded != embedcache.DegradedBudget {
 					t.Errorf("degraded %q", r.out.Degraded)
 				}
 				mu.Lock()
@@ -305,14 +306,14 @@ func TestProviderDownDegradesToFullText(t *testing.T) {
 	e := newSearchEnv(t, envOptions{timeout: 300 * time.Millisecond})
 	e.fake.SetFail(http.StatusInternalServerError)
 	r := e.search(t, "privacy policy cookies")
-	if r.status != 200 || r.out.Degraded != costguard.DegradedUnavailable || len(r.out.Results) == 0 {
+	if r.status != 200 || r.out.Degraded != embedcache.DegradedUnavailable || len(r.out.Results) == 0 {
 		t.Fatalf("provider down: %d %s", r.status, r.body)
 	}
 	e.fake.SetFail(0)
 	e.fake.SetDelay(2 * time.Second)
 	start := time.Now()
 	r = e.search(t, "team members")
-	if r.status != 200 || r.out.Degraded != costguard.DegradedUnavailable || len(r.out.Results) == 0 {
+	if r.status != 200 || r.out.Degraded != embedcache.DegradedUnavailable || len(r.out.Results) == 0 {
 		t.Fatalf("provider slow: %d %s", r.status, r.body)
 	}
 	if d := time.Since(start); d > 1500*time.Millisecond {

@@ -1,4 +1,4 @@
-package costguard
+package budget
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func (l *Ledger) Record(ctx context.Context, e Entry) error {
 	_, err := l.pool.Exec(ctx, `INSERT INTO ledger (kind, channel, tool, model, tokens, cost_usd, cache_hit, outcome)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 		e.Kind, e.Channel, e.Tool, e.Model, e.Tokens, e.CostUSD, e.CacheHit, e.Outcome)
-	return pgerr.Wrap("costguard.Record", err)
+	return pgerr.Wrap("budget.Record", err)
 }
 
 // ReportRow aggregates the ledger per day, kind, channel and tool.
@@ -75,16 +75,16 @@ func (l *Ledger) Report(ctx context.Context, days int) ([]ReportRow, error) {
 		WHERE at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - make_interval(days => $1 - 1)
 		GROUP BY 1, 2, 3, 4 ORDER BY 1 DESC, 2, 3, 4`, days)
 	if err != nil {
-		return nil, pgerr.Wrap("costguard.Report", err)
+		return nil, pgerr.Wrap("budget.Report", err)
 	}
 	defer rows.Close()
 	var out []ReportRow
 	for rows.Next() {
 		var r ReportRow
 		if err := rows.Scan(&r.Day, &r.Kind, &r.Channel, &r.Tool, &r.Calls, &r.CacheHits, &r.Errors, &r.Tokens, &r.CostUSD); err != nil {
-			return nil, pgerr.Wrap("costguard.Report", err)
+			return nil, pgerr.Wrap("budget.Report", err)
 		}
 		out = append(out, r)
 	}
-	return out, pgerr.Wrap("costguard.Report", rows.Err())
+	return out, pgerr.Wrap("budget.Report", rows.Err())
 }

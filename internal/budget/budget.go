@@ -1,7 +1,8 @@
-// Package costguard stands in front of every paid call: daily token budgets reserved
-// before the call, a ledger of every call, and a cache with single-flight so that an
-// identical query is paid for once.
-package costguard
+// Package budget stands in front of every paid call: daily token budgets, shared by all
+// replicas, reserved before the call and settled after it, and a ledger of every call,
+// with their metrics. The query-embedding cache that spares repeated calls is
+// internal/embedcache.
+package budget
 
 import (
 	"context"
@@ -63,7 +64,7 @@ func (b *Budget) Reserve(ctx context.Context, tokens int64) (*Reservation, error
 		return nil, ErrBudgetExhausted
 	}
 	if err != nil {
-		return nil, pgerr.Wrap("costguard.Reserve", err)
+		return nil, pgerr.Wrap("budget.Reserve", err)
 	}
 	return &Reservation{b: b, day: day, tokens: tokens}, nil
 }
@@ -89,7 +90,7 @@ func (r *Reservation) finish(ctx context.Context, used int64) error {
 	_, err := r.b.pool.Exec(ctx, `UPDATE budgets SET reserved = greatest(reserved - $3, 0), used = used + $4
 		WHERE day = $1 AND kind = $2`, r.day, r.b.kind, r.tokens, used)
 	if err != nil {
-		return pgerr.Wrap("costguard.Settle", err)
+		return pgerr.Wrap("budget.Settle", err)
 	}
 	return nil
 }
@@ -109,7 +110,7 @@ func (b *Budget) Today(ctx context.Context) (Usage, error) {
 	u := Usage{Day: day.Format(time.DateOnly), Kind: b.kind, Limit: b.limit}
 	err := b.pool.QueryRow(ctx, `SELECT reserved, used FROM budgets WHERE day = $1 AND kind = $2`, day, b.kind).Scan(&u.Reserved, &u.Used)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return u, fmt.Errorf("costguard.Today: %w", pgerr.Wrap("query", err))
+		return u, fmt.Errorf("budget.Today: %w", pgerr.Wrap("query", err))
 	}
 	return u, nil
 }

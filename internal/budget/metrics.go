@@ -1,4 +1,4 @@
-package costguard
+package budget
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package costguard
+package embedcache
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/postgres/pgerr"
 	"github.com/sitetools/sitetools/tools"
@@ -32,8 +33,8 @@ const (
 type QueryEmbedderOptions struct {
 	Pool         *pgxpool.Pool
 	Embedder     llm.Embedder
-	Budget       *Budget
-	Ledger       *Ledger
+	Budget       *budget.Budget
+	Ledger       *budget.Ledger
 	PricePerMTok float64       // USD per million tokens, for the ledger's estimate
 	Timeout      time.Duration // one provider call, retries included (default 5s)
 	CacheSize    int           // in-process entries (default 10 000)
@@ -56,7 +57,7 @@ type QueryEmbedder struct {
 // NewQueryEmbedder checks opts and returns a QueryEmbedder.
 func NewQueryEmbedder(opts QueryEmbedderOptions) (*QueryEmbedder, error) {
 	if opts.Pool == nil || opts.Embedder == nil || opts.Budget == nil || opts.Ledger == nil {
-		return nil, errors.New("costguard.NewQueryEmbedder: pool, embedder, budget and ledger are required")
+		return nil, errors.New("embedcache.NewQueryEmbedder: pool, embedder, budget and ledger are required")
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
@@ -69,7 +70,7 @@ func NewQueryEmbedder(opts QueryEmbedderOptions) (*QueryEmbedder, error) {
 	}
 	cache, err := lru.New[[32]byte, []float32](opts.CacheSize)
 	if err != nil {
-		return nil, fmt.Errorf("costguard.NewQueryEmbedder: %w", err)
+		return nil, fmt.Errorf("embedcache.NewQueryEmbedder: %w", err)
 	}
 	q := &QueryEmbedder{opts: opts, cache: cache}
 	q.hits = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -86,7 +87,7 @@ func NewQueryEmbedder(opts QueryEmbedderOptions) (*QueryEmbedder, error) {
 	if opts.Registerer != nil {
 		for _, c := range []prometheus.Collector{q.hits, q.degraded} {
 			if err := opts.Registerer.Register(c); err != nil {
-				return nil, fmt.Errorf("costguard.NewQueryEmbedder: %w", err)
+				return nil, fmt.Errorf("embedcache.NewQueryEmbedder: %w", err)
 			}
 		}
 	}
@@ -161,19 +162,19 @@ func (q *QueryEmbedder) load(ctx context.Context, key [32]byte, channel, tool, q
 		v := stored.Slice()
 		q.cache.Add(key, v)
 		q.hits.WithLabelValues("database").Inc()
-		if err := q.opts.Ledger.Record(ctx, Entry{Kind: "embedding", Channel: channel, Tool: tool, Model: model, CacheHit: true, Outcome: "ok"}); err != nil {
+		if err := q.opts.Ledger.Record(ctx, budget.Entry{Kind: "embedding", Channel: channel, Tool: tool, Model: model, CacheHit: true, Outcome: "ok"}); err != nil {
 			q.opts.Logger.Warn("ledger write failed", "err", err.Error())
 		}
 		return embedResult{vec: v}, nil
 	case !errors.Is(err, pgx.ErrNoRows):
-		return embedResult{}, pgerr.Wrap("costguard.EmbedQuery: cache", err)
+		return embedResult{}, pgerr.Wrap("embedcache.EmbedQuery: cache", err)
 	}
 
 	// A conservative estimate: providers' tokenizers differ a little from ours.
 	n := int64(llm.CountTokens(query))
 	estimate := n + n/4 + 8
 	res, err := q.opts.Budget.Reserve(ctx, estimate)
-	if errors.Is(err, ErrBudgetExhausted) {
+	if errors.Is(err, budget.ErrBudgetExhausted) {
 		q.hits.WithLabelValues("degraded").Inc()
 		return embedResult{degraded: DegradedBudget}, nil
 	}
@@ -191,7 +192,7 @@ func (q *QueryEmbedder) load(ctx context.Context, key [32]byte, channel, tool, q
 		if err := res.Release(ctx); err != nil {
 			q.opts.Logger.Warn("budget release failed", "err", err.Error())
 		}
-		if err := q.opts.Ledger.Record(ctx, Entry{Kind: "embedding", Channel: channel, Tool: tool, Model: model, Outcome: "error"}); err != nil {
+		if err := q.opts.Ledger.Record(ctx, budget.Entry{Kind: "embedding", Channel: channel, Tool: tool, Model: model, Outcome: "error"}); err != nil {
 			q.opts.Logger.Warn("ledger write failed", "err", err.Error())
 		}
 		q.opts.Logger.Warn("embedding provider call failed; search degrades to full-text", "err", callErr.Error())
@@ -205,7 +206,7 @@ func (q *QueryEmbedder) load(ctx context.Context, key [32]byte, channel, tool, q
 	if err := res.Settle(ctx, tokens); err != nil {
 		q.opts.Logger.Warn("budget settle failed", "err", err.Error())
 	}
-	if err := q.opts.Ledger.Record(ctx, Entry{Kind: "embedding", Channel: channel, Tool: tool, Model: model,
+	if err := q.opts.Ledger.Record(ctx, budget.Entry{Kind: "embedding", Channel: channel, Tool: tool, Model: model,
 		Tokens: int(tokens), CostUSD: float64(tokens) * q.opts.PricePerMTok / 1e6, Outcome: "ok"}); err != nil {
 		q.opts.Logger.Warn("ledger write failed", "err", err.Error())
 	}
