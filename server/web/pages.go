@@ -74,11 +74,12 @@ func readPage(root, rel string) (*sourcePage, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := renderMarkdown(stripFrontMatter(src))
+	front, rest := splitFrontMatter(src)
+	body, err := renderMarkdown(rest)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", rel, err)
 	}
-	p := &sourcePage{path: doc.Path, title: doc.Title, lang: doc.Lang, body: body}
+	p := &sourcePage{path: doc.Path, title: doc.Title, lang: doc.Lang, body: body, topics: frontMatterStrings(front, "topics")}
 	for _, sec := range doc.Sections {
 		if sec.Level == 1 && sec.Heading != "" {
 			p.heading = sec.Heading
@@ -93,26 +94,43 @@ func readPage(root, rel string) (*sourcePage, error) {
 
 // stripFrontMatter drops YAML front matter between "---" lines at the start of a page.
 func stripFrontMatter(src []byte) []byte {
+	_, body := splitFrontMatter(src)
+	return body
+}
+
+// splitFrontMatter returns a page's YAML front matter (nil for none) and the rest.
+func splitFrontMatter(src []byte) (front map[string]any, body []byte) {
 	src = bytes.TrimPrefix(src, []byte("\ufeff"))
 	rest, ok := bytes.CutPrefix(src, []byte("---\n"))
 	if !ok {
 		if rest, ok = bytes.CutPrefix(src, []byte("---\r\n")); !ok {
-			return src
+			return nil, src
 		}
 	}
 	for off := 0; off < len(rest); {
 		line, _, _ := bytes.Cut(rest[off:], []byte("\n"))
 		next := min(off+len(line)+1, len(rest))
 		if t := string(bytes.TrimRight(line, " \t\r")); t == "---" || t == "..." {
-			var probe map[string]any
-			if yaml.Unmarshal(rest[:off], &probe) != nil {
-				return src
+			if yaml.Unmarshal(rest[:off], &front) != nil {
+				return nil, src
 			}
-			return rest[next:]
+			return front, rest[next:]
 		}
 		off = next
 	}
-	return src
+	return nil, src
+}
+
+// frontMatterStrings reads a list of strings from front matter; anything else is none.
+func frontMatterStrings(front map[string]any, key string) []string {
+	list, _ := front[key].([]any)
+	var out []string
+	for _, v := range list {
+		if s, ok := v.(string); ok && strings.TrimSpace(s) != "" {
+			out = append(out, strings.TrimSpace(s))
+		}
+	}
+	return out
 }
 
 // renderMarkdown renders a page body. Raw HTML in the source is dropped, not passed
@@ -230,7 +248,7 @@ func (s *Site) view(byPath map[string]*sourcePage, sections []string, sec, curre
 	if home != nil && home.lang != "" {
 		lang = home.lang
 	}
-	v := pageView{Lang: lang, Home: sec, T: uiText(lang), ContactPath: "/contact", Topics: contactTopics(lang)}
+	v := pageView{Lang: lang, Home: sec, T: uiText(lang), ContactPath: "/contact"}
 	if root := byPath["/"]; root != nil {
 		v.SiteName = cmp.Or(root.heading, root.title)
 	}
@@ -239,6 +257,10 @@ func (s *Site) view(byPath map[string]*sourcePage, sections []string, sec, curre
 	}
 	if _, ok := byPath[sec+"contact"]; ok {
 		v.ContactPath = sec + "contact"
+	}
+	// The contact form's topics are the contact page's own (its front matter's topics).
+	if contact := byPath[v.ContactPath]; contact != nil {
+		v.Topics = contact.topics
 	}
 	var dirs, pages, legal []link
 	for p, page := range byPath {
@@ -367,13 +389,6 @@ func uiText(lang string) map[string]string {
 	return en
 }
 
-// contactTopics are the contact form's topics, as the demo's contact pages list them.
-func contactTopics(lang string) []string {
-	if lang == "de" {
-		return []string{"Webplattformen", "Daten", "Datenschutz", "Barrierefreiheit", "Cloud-Kosten", "Presse", "Sonstiges"}
-	}
-	return []string{"Web platforms", "Data", "Privacy", "Accessibility", "Cloud costs", "Press", "Something else"}
-}
 
 // pagePaths are the URL paths of the site's pages, sorted.
 // PagePaths are the URL paths of the pages, for the routes.

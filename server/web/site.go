@@ -67,6 +67,7 @@ type sourcePage struct {
 	heading string // the first level-1 heading
 	lang    string
 	body    template.HTML
+	topics  []string // front matter "topics": the contact form's, on a contact page
 }
 
 // Paths of the service, each with everything below it: a page can never shadow them.
