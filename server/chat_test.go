@@ -299,71 +299,8 @@ func TestChatNativeParallel(t *testing.T) {
 		t.Errorf("the results did not reach the model")
 	}
 
-	// Every provider call is a ledger row without text, and the budget is settled.
-	ctx := context.Background()
-	rows, err := ce.db.Pool.Query(ctx, `SELECT kind, channel, tool, model, tokens, cost_usd, outcome FROM ledger ORDER BY id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ledger []budget.Entry
-	for rows.Next() {
-		var e budget.Entry
-		if err := rows.Scan(&e.Kind, &e.Channel, &e.Tool, &e.Model, &e.Tokens, &e.CostUSD, &e.Outcome); err != nil {
-			t.Fatal(err)
-		}
-		ledger = append(ledger, e)
-	}
-	if len(ledger) != 2 {
-		t.Fatalf("ledger %+v", ledger)
-	}
-	total := 0
-	for _, e := range ledger {
-		if e.Kind != "llm" || e.Channel != "chat" || e.Tool != "chat" || e.Model != "fake-model" || e.Tokens <= 0 || e.CostUSD <= 0 || e.Outcome != "ok" {
-			t.Errorf("ledger row %+v", e)
-		}
-		total += e.Tokens
-	}
-	if total != done.Usage.TotalTokens {
-		t.Errorf("ledger has %d tokens, the turn reported %d", total, done.Usage.TotalTokens)
-	}
-	today, err := budget.NewBudget(ce.db.Pool, "llm", 1000000, nil).Today(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if today.Used != int64(total) || today.Reserved != 0 {
-		t.Errorf("budget %+v, want %d used and nothing reserved", today, total)
-	}
-
-	// Metrics count the calls on the chat channel; logs have no text, arguments or address.
-	mfs, err := ce.app.PrometheusRegistry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	chatCalls := 0
-	for _, mf := range mfs {
-		if mf.GetName() != "sitetools_tool_calls_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "channel" && l.GetValue() == "chat" {
-					chatCalls += int(m.GetCounter().GetValue())
-				}
-			}
-		}
-	}
-	if chatCalls != 2 {
-		t.Errorf("%d tool calls counted on the chat channel", chatCalls)
-	}
-	logs := ce.logs.String()
-	for _, secret := range []string{"accessibility", "2026-03-02", "127.0.0.1", "next week"} {
-		if strings.Contains(strings.ToLower(logs), secret) {
-			t.Errorf("the logs contain %q:\n%s", secret, logs)
-		}
-	}
-	if !strings.Contains(logs, `"route":"/api/chat"`) || !strings.Contains(logs, `"channel":"chat"`) {
-		t.Errorf("no request line for the chat:\n%s", logs)
-	}
+	checkChatBooks(t, ce, done.Usage.TotalTokens)
+	checkChatObservability(t, ce)
 }
 
 // TestChatConsent: without consent, 403 and nothing reaches a provider or a tool.
@@ -720,4 +657,78 @@ func (ce *chatEnv) streamUntilDelta(t *testing.T) context.CancelFunc {
 		}
 	}
 	return cancel
+}
+
+// checkChatBooks: every provider call is a ledger row without text, and the budget is
+// settled at the tokens the turn reported.
+func checkChatBooks(t *testing.T, ce *chatEnv, reported int) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := ce.db.Pool.Query(ctx, `SELECT kind, channel, tool, model, tokens, cost_usd, outcome FROM ledger ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ledger []budget.Entry
+	for rows.Next() {
+		var e budget.Entry
+		if err := rows.Scan(&e.Kind, &e.Channel, &e.Tool, &e.Model, &e.Tokens, &e.CostUSD, &e.Outcome); err != nil {
+			t.Fatal(err)
+		}
+		ledger = append(ledger, e)
+	}
+	if len(ledger) != 2 {
+		t.Fatalf("ledger %+v", ledger)
+	}
+	total := 0
+	for _, e := range ledger {
+		if e.Kind != "llm" || e.Channel != "chat" || e.Tool != "chat" || e.Model != "fake-model" || e.Tokens <= 0 || e.CostUSD <= 0 || e.Outcome != "ok" {
+			t.Errorf("ledger row %+v", e)
+		}
+		total += e.Tokens
+	}
+	if total != reported {
+		t.Errorf("ledger has %d tokens, the turn reported %d", total, reported)
+	}
+	today, err := budget.NewBudget(ce.db.Pool, "llm", 1000000, nil).Today(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if today.Used != int64(total) || today.Reserved != 0 {
+		t.Errorf("budget %+v, want %d used and nothing reserved", today, total)
+	}
+}
+
+// checkChatObservability: metrics count the calls on the chat channel; logs have no
+// text, arguments or address.
+func checkChatObservability(t *testing.T, ce *chatEnv) {
+	t.Helper()
+	mfs, err := ce.app.PrometheusRegistry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chatCalls := 0
+	for _, mf := range mfs {
+		if mf.GetName() != "sitetools_tool_calls_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "channel" && l.GetValue() == "chat" {
+					chatCalls += int(m.GetCounter().GetValue())
+				}
+			}
+		}
+	}
+	if chatCalls != 2 {
+		t.Errorf("%d tool calls counted on the chat channel", chatCalls)
+	}
+	logs := ce.logs.String()
+	for _, secret := range []string{"accessibility", "2026-03-02", "127.0.0.1", "next week"} {
+		if strings.Contains(strings.ToLower(logs), secret) {
+			t.Errorf("the logs contain %q:\n%s", secret, logs)
+		}
+	}
+	if !strings.Contains(logs, `"route":"/api/chat"`) || !strings.Contains(logs, `"channel":"chat"`) {
+		t.Errorf("no request line for the chat:\n%s", logs)
+	}
 }

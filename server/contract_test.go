@@ -305,16 +305,6 @@ func TestContract(t *testing.T) {
 	assertRoutesInSpec(t, app, doc)
 
 	jsonCT := http.Header{"Content-Type": {"application/json"}}
-	with := func(h http.Header, kv ...string) http.Header {
-		out := h.Clone()
-		if out == nil {
-			out = http.Header{}
-		}
-		for i := 0; i < len(kv); i += 2 {
-			out.Set(kv[i], kv[i+1])
-		}
-		return out
-	}
 	var etag string
 	var firstSave []byte
 	longKey := strings.Repeat("k", 256)
@@ -326,56 +316,7 @@ func TestContract(t *testing.T) {
 
 	// The chat's caps are the defaults: 40 messages, 8000 characters in one, 20000 in
 	// all; its body limit is 4 × 20000 + 16 KiB, above BODY_LIMIT_BYTES here.
-	chatMessages := func(n int, content string) string {
-		list := make([]string, n)
-		for i := range list {
-			list[i] = content
-		}
-		return chatBody(true, list...)
-	}
 	chatOK := `{"messages":[{"role":"user","content":"When are you open?"}],"consent":true}`
-	chatNames := func(want ...string) func(t *testing.T, events []sseEvent) {
-		return func(t *testing.T, events []sseEvent) {
-			t.Helper()
-			if got := eventNames(events); !slices.Equal(got, want) {
-				t.Errorf("events %q, want %q", got, want)
-			}
-		}
-	}
-	retrievalAnswer := func(t *testing.T, events []sseEvent) {
-		t.Helper()
-		chatNames("tool.call", "tool.result", "message.delta", "sources", "message.done")(t, events)
-		text := eventText(t, events)
-		for _, w := range []string{"This is a search result", "1. [Opening hours](" + siteOrigin + "/hours#weekdays)", "**Monday**", "2. [Contact](" + siteOrigin + "/contact)"} {
-			if !strings.Contains(text, w) {
-				t.Errorf("answer lacks %q:\n%s", w, text)
-			}
-		}
-		n := len(events)
-		if got, want := string(events[n-2].Data), `{"items":[{"title":"Opening hours","url":"`+siteOrigin+`/hours","anchor":"weekdays"},{"title":"Contact","url":"`+siteOrigin+`/contact"}]}`; got != want {
-			t.Errorf("sources %s, want %s", got, want)
-		}
-		if got, want := string(events[n-1].Data), `{"usage":{"promptTokens":0,"completionTokens":0,"totalTokens":0,"providerCalls":0},"mode":"retrieval","reason":"llm_not_configured"}`; got != want {
-			t.Errorf("message.done %s, want %s", got, want)
-		}
-	}
-	streamError := func(code string) func(t *testing.T, events []sseEvent) {
-		return func(t *testing.T, events []sseEvent) {
-			t.Helper()
-			chatNames("tool.call", "tool.result", "error")(t, events)
-			var e struct{ Code, Message string }
-			if err := json.Unmarshal(events[len(events)-1].Data, &e); err != nil || e.Code != code || e.Message == "" {
-				t.Errorf("error event %s, want code %s", events[len(events)-1].Data, code)
-			}
-			if !strings.Contains(string(events[1].Data), `"ok":false`) {
-				t.Errorf("tool.result %s", events[1].Data)
-			}
-		}
-	}
-	allowPost := func(t *testing.T, res *http.Response, body []byte) {
-		t.Helper()
-		hasHeader("Allow", "POST")(t, res, body)
-	}
 	var searchesBefore int64
 
 	cases := []contractCase{
@@ -834,6 +775,12 @@ func TestContract(t *testing.T) {
 		contractCase{name: "head no such webmcp file", method: "HEAD", path: "/webmcp/nope.js", status: 404, check: noBody},
 	)
 
+	checkSpecCovered(t, doc, runCases(t, router, mainSrv, cases))
+}
+
+// runCases runs every case as a subtest against its server (main by default) and
+// returns which statuses each operation of the spec produced.
+func runCases(t *testing.T, router routers.Router, mainSrv *httptest.Server, cases []contractCase) map[opKey]map[int]bool {
 	covered := map[opKey]map[int]bool{}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -851,8 +798,13 @@ func TestContract(t *testing.T) {
 			}
 		})
 	}
+	return covered
+}
 
-	// Every operation and every response of the spec was produced by the real service.
+// checkSpecCovered: every operation and every response of the spec was produced by the
+// real service.
+func checkSpecCovered(t *testing.T, doc *openapi3.T, covered map[opKey]map[int]bool) {
+	t.Helper()
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
 			k := opKey{method, path}
@@ -1061,28 +1013,7 @@ func runCase(t *testing.T, router routers.Router, srv *httptest.Server, tc contr
 		tc.before(req)
 	}
 
-	// The request as the spec sees it: same method, path, headers and body.
-	vreq := httptest.NewRequest(tc.method, tc.path, bytes.NewReader([]byte(tc.body)))
-	vreq.Header = req.Header.Clone()
-	route, pathParams, err := router.FindRoute(vreq)
-	if err != nil {
-		t.Fatalf("%s %s is not in %s: %v", tc.method, tc.path, specPath, err)
-	}
-	reqInput := &openapi3filter.RequestValidationInput{
-		Request:    vreq,
-		PathParams: pathParams,
-		Route:      route,
-		Options:    &openapi3filter.Options{MultiError: true},
-	}
-	reqErr := openapi3filter.ValidateRequest(ctx, reqInput)
-	switch {
-	case tc.badRequest && reqErr == nil:
-		t.Errorf("the spec accepts this request, but it is one the service refuses")
-	case tc.badRequest:
-		t.Logf("the spec refuses the request, as it should: %v", reqErr)
-	case !tc.badRequest && reqErr != nil:
-		t.Errorf("request does not match the spec: %v", reqErr)
-	}
+	route, reqInput := validateRequest(t, router, req, tc)
 
 	client := &http.Client{Timeout: 20 * time.Second}
 	res, err := client.Do(req)
@@ -1136,6 +1067,36 @@ func runCase(t *testing.T, router routers.Router, srv *httptest.Server, tc contr
 		tc.check(t, res, body)
 	}
 	return route, res.StatusCode
+}
+
+// validateRequest finds the request's route in the spec and checks the request against
+// it: a case marked badRequest must be one the spec refuses too.
+func validateRequest(t *testing.T, router routers.Router, req *http.Request, tc contractCase) (*routers.Route, *openapi3filter.RequestValidationInput) {
+	t.Helper()
+	ctx := context.Background()
+	// The request as the spec sees it: same method, path, headers and body.
+	vreq := httptest.NewRequest(tc.method, tc.path, bytes.NewReader([]byte(tc.body)))
+	vreq.Header = req.Header.Clone()
+	route, pathParams, err := router.FindRoute(vreq)
+	if err != nil {
+		t.Fatalf("%s %s is not in %s: %v", tc.method, tc.path, specPath, err)
+	}
+	reqInput := &openapi3filter.RequestValidationInput{
+		Request:    vreq,
+		PathParams: pathParams,
+		Route:      route,
+		Options:    &openapi3filter.Options{MultiError: true},
+	}
+	reqErr := openapi3filter.ValidateRequest(ctx, reqInput)
+	switch {
+	case tc.badRequest && reqErr == nil:
+		t.Errorf("the spec accepts this request, but it is one the service refuses")
+	case tc.badRequest:
+		t.Logf("the spec refuses the request, as it should: %v", reqErr)
+	case !tc.badRequest && reqErr != nil:
+		t.Errorf("request does not match the spec: %v", reqErr)
+	}
+	return route, reqInput
 }
 
 // checkDocumentedHeaders checks that the response status is documented and that every
@@ -1316,4 +1277,75 @@ func mustUnmarshal(t *testing.T, b []byte, v any) {
 func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// with returns a copy of h with the pairs of kv set.
+func with(h http.Header, kv ...string) http.Header {
+	out := h.Clone()
+	if out == nil {
+		out = http.Header{}
+	}
+	for i := 0; i < len(kv); i += 2 {
+		out.Set(kv[i], kv[i+1])
+	}
+	return out
+}
+
+// chatMessages is a chat body of n visitor messages with the same content.
+func chatMessages(n int, content string) string {
+	list := make([]string, n)
+	for i := range list {
+		list[i] = content
+	}
+	return chatBody(true, list...)
+}
+
+// chatNames checks the names of a turn's events.
+func chatNames(want ...string) func(t *testing.T, events []sseEvent) {
+	return func(t *testing.T, events []sseEvent) {
+		t.Helper()
+		if got := eventNames(events); !slices.Equal(got, want) {
+			t.Errorf("events %q, want %q", got, want)
+		}
+	}
+}
+
+// retrievalAnswer checks the retrieval-only answer the contract's search gives.
+func retrievalAnswer(t *testing.T, events []sseEvent) {
+	t.Helper()
+	chatNames("tool.call", "tool.result", "message.delta", "sources", "message.done")(t, events)
+	text := eventText(t, events)
+	for _, w := range []string{"This is a search result", "1. [Opening hours](" + siteOrigin + "/hours#weekdays)", "**Monday**", "2. [Contact](" + siteOrigin + "/contact)"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("answer lacks %q:\n%s", w, text)
+		}
+	}
+	n := len(events)
+	if got, want := string(events[n-2].Data), `{"items":[{"title":"Opening hours","url":"`+siteOrigin+`/hours","anchor":"weekdays"},{"title":"Contact","url":"`+siteOrigin+`/contact"}]}`; got != want {
+		t.Errorf("sources %s, want %s", got, want)
+	}
+	if got, want := string(events[n-1].Data), `{"usage":{"promptTokens":0,"completionTokens":0,"totalTokens":0,"providerCalls":0},"mode":"retrieval","reason":"llm_not_configured"}`; got != want {
+		t.Errorf("message.done %s, want %s", got, want)
+	}
+}
+
+// streamError checks a turn that ends with an error event of code after a failed call.
+func streamError(code string) func(t *testing.T, events []sseEvent) {
+	return func(t *testing.T, events []sseEvent) {
+		t.Helper()
+		chatNames("tool.call", "tool.result", "error")(t, events)
+		var e struct{ Code, Message string }
+		if err := json.Unmarshal(events[len(events)-1].Data, &e); err != nil || e.Code != code || e.Message == "" {
+			t.Errorf("error event %s, want code %s", events[len(events)-1].Data, code)
+		}
+		if !strings.Contains(string(events[1].Data), `"ok":false`) {
+			t.Errorf("tool.result %s", events[1].Data)
+		}
+	}
+}
+
+// allowPost checks a 405's Allow header.
+func allowPost(t *testing.T, res *http.Response, body []byte) {
+	t.Helper()
+	hasHeader("Allow", "POST")(t, res, body)
 }

@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/sitetools/sitetools/internal/config"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/tools"
 	"github.com/sitetools/sitetools/tools/appointments"
@@ -60,11 +59,7 @@ func appointmentsCmd(ctx context.Context, args []string, stdout, stderr io.Write
 
 // withStore opens the database and runs fn on its bookings.
 func (c *appointmentsCLI) withStore(fn func(appointments.BookingStore) error) error {
-	cfg, err := configFor(config.AreaDatabase)
-	if err != nil {
-		return err
-	}
-	db, err := postgres.Open(c.ctx, cfg.DatabaseURL, 2)
+	_, db, err := openFor(c.ctx, 2)
 	if err != nil {
 		return err
 	}

@@ -132,11 +132,7 @@ func pruneCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := noFlags("prune", args); err != nil {
 		return err
 	}
-	cfg, err := configFor(config.AreaDatabase, config.AreaRetention)
-	if err != nil {
-		return err
-	}
-	db, err := postgres.Open(ctx, cfg.DatabaseURL, 2)
+	cfg, db, err := openFor(ctx, 2, config.AreaRetention)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,17 @@ import (
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
 
+// openFor loads the areas a command uses, the database among them, and opens a pool of
+// conns connections, which the caller closes.
+func openFor(ctx context.Context, conns int32, areas ...config.Area) (config.Config, *postgres.DB, error) {
+	cfg, err := configFor(append(areas, config.AreaDatabase)...)
+	if err != nil {
+		return cfg, nil, err
+	}
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, conns)
+	return cfg, db, err
+}
+
 // configFor loads the areas of the configuration a command uses, and nothing else: a
 // command that does not serve needs no admin token.
 func configFor(areas ...config.Area) (config.Config, error) {
@@ -54,16 +65,12 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *dir != "" && *baseURL == "" {
 		return usageError{"ingest --dir needs --base-url, the site's URL, e.g. --base-url https://example.com"}
 	}
-	cfg, err := configFor(config.AreaDatabase, config.AreaEmbeddings, config.AreaFetch)
-	if err != nil {
-		return err
-	}
-	logger := newLogger(stderr, cfg.LogLevel)
-	db, err := postgres.Open(ctx, cfg.DatabaseURL, 4)
+	cfg, db, err := openFor(ctx, 4, config.AreaEmbeddings, config.AreaFetch)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	logger := newLogger(stderr, cfg.LogLevel)
 	if err := db.Ready(ctx); err != nil {
 		return fmt.Errorf("database: %w", err)
 	}
@@ -150,11 +157,7 @@ func usageCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || *days < 1 {
 		return usageError{"usage takes only --days N"}
 	}
-	cfg, err := configFor(config.AreaDatabase, config.AreaEmbeddings)
-	if err != nil {
-		return err
-	}
-	db, err := postgres.Open(ctx, cfg.DatabaseURL, 2)
+	cfg, db, err := openFor(ctx, 2, config.AreaEmbeddings)
 	if err != nil {
 		return err
 	}

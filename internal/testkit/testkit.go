@@ -171,3 +171,23 @@ func WaitReady(t testing.TB, client *http.Client, url string, alive func() error
 		<-tick.C
 	}
 }
+
+// MainWithBinary builds the binary with build into a temporary directory, sets *binary
+// to its path, runs the package's tests and exits with their code; a failed build exits
+// with 1. It is what a TestMain of a package that runs the binary does.
+func MainWithBinary(m *testing.M, name string, binary *string, build func(dst string) error) {
+	dir, err := os.MkdirTemp("", "sitetools-"+name+"-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*binary = dir + "/sitetools"
+	if err := build(*binary); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}

@@ -389,7 +389,6 @@ func uiText(lang string) map[string]string {
 	return en
 }
 
-
 // pagePaths are the URL paths of the site's pages, sorted.
 // PagePaths are the URL paths of the pages, for the routes.
 func (s *Site) PagePaths() []string {

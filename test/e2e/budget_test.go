@@ -47,18 +47,7 @@ func TestReplicasShareOneBudget(t *testing.T) {
 		t.Fatal("ingest made no embedding call")
 	}
 
-	var clients []*http.Client
-	for i := range replicas {
-		sock := filepath.Join(t.TempDir(), fmt.Sprintf("r%d.sock", i))
-		v := map[string]string{"LISTEN_ADDR": "unix:" + sock}
-		for k, val := range vars {
-			v[k] = val
-		}
-		p := start(t, v, "serve")
-		c := unixClient(sock)
-		waitReady(t, p, c)
-		clients = append(clients, c)
-	}
+	clients := startReplicas(t, vars, replicas)
 
 	topics := []string{"accessibility audit", "cloud cost review", "privacy engineering", "data pipelines", "pricing", "headless CMS"}
 	type outcome struct{ answered, degraded int }
@@ -118,24 +107,7 @@ func TestReplicasShareOneBudget(t *testing.T) {
 		t.Errorf("answers %v, want only full and embedding_budget_exhausted", results)
 	}
 
-	// The budget's books agree with the provider's bill, nothing stays reserved, and the
-	// ledger has every charged token.
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var used, reserved, ledger int64
-	if err := conn.QueryRow(ctx, `SELECT used, reserved FROM budgets WHERE kind = 'embedding'`).Scan(&used, &reserved); err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.QueryRow(ctx, `SELECT coalesce(sum(tokens), 0) FROM ledger WHERE kind = 'embedding' AND tool = 'search_site'`).Scan(&ledger); err != nil {
-		t.Fatal(err)
-	}
-	if used != int64(charged) || reserved != 0 || ledger != int64(charged) {
-		t.Errorf("budget used %d reserved %d, ledger %d tokens; the provider charged %d", used, reserved, ledger, charged)
-	}
+	checkBooks(t, dbURL, charged)
 }
 
 // search calls search_site and returns its degraded field.
@@ -157,4 +129,45 @@ func search(c *http.Client, query string) (string, error) {
 		return "", fmt.Errorf("search %q: status %d, isError %v, %v", query, resp.StatusCode, res.IsError, err)
 	}
 	return res.StructuredContent.Degraded, nil
+}
+
+// checkBooks: the budget's books agree with the provider's bill, nothing stays reserved,
+// and the ledger has every charged token.
+func checkBooks(t *testing.T, dbURL string, charged int) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var used, reserved, ledger int64
+	if err := conn.QueryRow(ctx, `SELECT used, reserved FROM budgets WHERE kind = 'embedding'`).Scan(&used, &reserved); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT coalesce(sum(tokens), 0) FROM ledger WHERE kind = 'embedding' AND tool = 'search_site'`).Scan(&ledger); err != nil {
+		t.Fatal(err)
+	}
+	if used != int64(charged) || reserved != 0 || ledger != int64(charged) {
+		t.Errorf("budget used %d reserved %d, ledger %d tokens; the provider charged %d", used, reserved, ledger, charged)
+	}
+}
+
+// startReplicas starts n processes of serve with vars, each on a socket of its own, and
+// returns a client of each.
+func startReplicas(t *testing.T, vars map[string]string, n int) []*http.Client {
+	t.Helper()
+	var clients []*http.Client
+	for i := range n {
+		sock := filepath.Join(t.TempDir(), fmt.Sprintf("r%d.sock", i))
+		v := map[string]string{"LISTEN_ADDR": "unix:" + sock}
+		for k, val := range vars {
+			v[k] = val
+		}
+		p := start(t, v, "serve")
+		c := unixClient(sock)
+		waitReady(t, p, c)
+		clients = append(clients, c)
+	}
+	return clients
 }

@@ -52,41 +52,7 @@ func TestDashboardMetricsAreLive(t *testing.T) {
 	public := unixClient(filepath.Join(dir, "public.sock"))
 	waitReady(t, p, public)
 
-	// Searches: the first ones are embedded, then the budget of 20 tokens is spent.
-	degraded := 0
-	for i := range 6 {
-		reason, err := search(public, fmt.Sprintf("opening hours question %d", i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if reason != "" {
-			degraded++
-		}
-	}
-	if degraded == 0 || degraded == 6 {
-		t.Fatalf("%d of 6 searches degraded; want some embedded and some over the budget", degraded)
-	}
-	// One chat turn, answered by the model.
-	resp, err := public.Post("http://sitetools/api/chat", "application/json",
-		strings.NewReader(`{"consent":true,"messages":[{"role":"user","content":"When are you open?"}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(stream), `"mode":"llm"`) {
-		t.Fatalf("chat: %d %s", resp.StatusCode, stream)
-	}
-	// Past the rate limit of 8 tool calls a minute: 429s.
-	limited := 0
-	for range 4 {
-		if _, err := search(public, "pricing"); err != nil {
-			limited++
-		}
-	}
-	if limited == 0 {
-		t.Fatal("no call was rate limited")
-	}
+	degraded, limited := dashboardSession(t, public)
 
 	families := scrape(t, filepath.Join(dir, "admin.sock"), adminToken)
 	names := dashboardMetrics(t)
@@ -145,6 +111,44 @@ func TestDashboardMetricsAreLive(t *testing.T) {
 			t.Errorf("%s%v = %v; want %s", c.name, c.labels, v, c.want)
 		}
 	}
+}
+
+// dashboardSession searches past the embedding budget of 20 tokens, has one chat turn
+// answered by the model, and calls past the rate limit of 8 a minute; it returns how many
+// searches degraded and how many calls were refused.
+func dashboardSession(t *testing.T, public *http.Client) (degraded, limited int) {
+	t.Helper()
+	for i := range 6 {
+		reason, err := search(public, fmt.Sprintf("opening hours question %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reason != "" {
+			degraded++
+		}
+	}
+	if degraded == 0 || degraded == 6 {
+		t.Fatalf("%d of 6 searches degraded; want some embedded and some over the budget", degraded)
+	}
+	resp, err := public.Post("http://sitetools/api/chat", "application/json",
+		strings.NewReader(`{"consent":true,"messages":[{"role":"user","content":"When are you open?"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(stream), `"mode":"llm"`) {
+		t.Fatalf("chat: %d %s", resp.StatusCode, stream)
+	}
+	for range 4 {
+		if _, err := search(public, "pricing"); err != nil {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Fatal("no call was rate limited")
+	}
+	return degraded, limited
 }
 
 // dashboardMetrics returns the metric names the Grafana dashboard's queries select. The

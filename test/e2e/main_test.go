@@ -24,20 +24,7 @@ var binary string
 const buildVersion = "e2e-test"
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sitetools-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "sitetools")
-	if err := buildLikeDockerfile(binary); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testkit.MainWithBinary(m, "e2e", &binary, buildLikeDockerfile)
 }
 
 // repoRoot is the repository's root directory.

@@ -26,20 +26,7 @@ func TestUnixSocket(t *testing.T) {
 	}
 	client := unixClient(sock)
 
-	// A process killed without a chance to clean up leaves its socket file behind.
-	first := start(t, vars, "serve")
-	waitReady(t, first, client)
-	if err := first.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-first.Done()
-	if fi, err := os.Lstat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 {
-		t.Fatalf("after SIGKILL: %v, mode %v; want a stale socket file left behind", err, fi)
-	}
-	if c, err := net.Dial("unix", sock); err == nil {
-		c.Close()
-		t.Fatal("the stale socket still accepts connections")
-	}
+	leaveStaleSocket(t, vars, client, sock)
 
 	p := start(t, vars, "serve")
 	waitReady(t, p, client)
@@ -51,45 +38,7 @@ func TestUnixSocket(t *testing.T) {
 		t.Errorf("socket mode %v, want a socket with mode 0600", fi.Mode())
 	}
 
-	t.Run("requests", func(t *testing.T) {
-		resp, err := client.Get("http://sitetools/healthz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("/healthz: %d", resp.StatusCode)
-		}
-		resp, err = client.Get("http://sitetools/api/chat/tools")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var catalog struct {
-			Tools []struct {
-				Name string `json:"name"`
-			} `json:"tools"`
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&catalog); err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("/api/chat/tools: %d, %v", resp.StatusCode, err)
-		}
-		var names []string
-		for _, tool := range catalog.Tools {
-			names = append(names, tool.Name)
-		}
-		if !strings.Contains(strings.Join(names, " "), "search_site") {
-			t.Errorf("tools %v, want search_site among them", names)
-		}
-		call, err := client.Post("http://sitetools/api/chat/tools", "application/json",
-			strings.NewReader(`{"name":"search_site","arguments":{"query":"accessibility"}}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		call.Body.Close()
-		if call.StatusCode != http.StatusOK {
-			t.Errorf("POST /api/chat/tools: %d", call.StatusCode)
-		}
-	})
+	t.Run("requests", func(t *testing.T) { checkSocketRequests(t, client) })
 
 	t.Run("socket in use", func(t *testing.T) {
 		intruder := start(t, vars, "serve")
@@ -112,5 +61,65 @@ func TestUnixSocket(t *testing.T) {
 	}
 	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
 		t.Errorf("after a graceful stop the socket is still there (%v)", err)
+	}
+}
+
+// leaveStaleSocket starts a process and kills it without a chance to clean up, which
+// leaves its socket file behind, accepting no connection.
+func leaveStaleSocket(t *testing.T, vars map[string]string, client *http.Client, sock string) {
+	t.Helper()
+	first := start(t, vars, "serve")
+	waitReady(t, first, client)
+	if err := first.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-first.Done()
+	if fi, err := os.Lstat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("after SIGKILL: %v, mode %v; want a stale socket file left behind", err, fi)
+	}
+	if c, err := net.Dial("unix", sock); err == nil {
+		c.Close()
+		t.Fatal("the stale socket still accepts connections")
+	}
+}
+
+// checkSocketRequests calls the service over the socket: health, the catalog, a search.
+func checkSocketRequests(t *testing.T, client *http.Client) {
+	resp, err := client.Get("http://sitetools/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/healthz: %d", resp.StatusCode)
+	}
+	resp, err = client.Get("http://sitetools/api/chat/tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var catalog struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&catalog); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/api/chat/tools: %d, %v", resp.StatusCode, err)
+	}
+	var names []string
+	for _, tool := range catalog.Tools {
+		names = append(names, tool.Name)
+	}
+	if !strings.Contains(strings.Join(names, " "), "search_site") {
+		t.Errorf("tools %v, want search_site among them", names)
+	}
+	call, err := client.Post("http://sitetools/api/chat/tools", "application/json",
+		strings.NewReader(`{"name":"search_site","arguments":{"query":"accessibility"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	call.Body.Close()
+	if call.StatusCode != http.StatusOK {
+		t.Errorf("POST /api/chat/tools: %d", call.StatusCode)
 	}
 }

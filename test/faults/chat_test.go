@@ -41,10 +41,6 @@ func TestChatProviderFaults(t *testing.T) {
 	client := &http.Client{}
 	defer client.CloseIdleConnections()
 
-	const (
-		wantError     = "error"
-		wantRetrieval = "retrieval"
-	)
 	for _, tc := range []struct {
 		name  string
 		reply llmtest.ChatReply
@@ -81,62 +77,18 @@ func TestChatProviderFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.close()
-			var events []sseEvent
-			for {
-				ev, err := s.next()
-				if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
-					t.Fatalf("the stream was still open %v after the request (LLM_TIMEOUT %v); events so far %v", time.Since(began).Round(time.Millisecond), llmTimeout, names(events))
-				}
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					t.Fatalf("stream broke instead of ending: %v; events so far %v", err, names(events))
-				}
-				events = append(events, ev)
-				if ev.Name == "message.delta" && tc.onFirstDelta != nil {
-					tc.onFirstDelta()
-					tc.onFirstDelta = nil
-				}
-			}
+			events := readStream(t, ctx, s, began, llmTimeout, &tc.onFirstDelta)
 			took := time.Since(began)
 			t.Logf("ended after %v: %v", took.Round(time.Millisecond), names(events))
 			if len(events) == 0 {
 				t.Fatal("no events")
 			}
-			last := events[len(events)-1]
 			for _, e := range events[:len(events)-1] {
 				if e.Name == "error" || e.Name == "message.done" {
 					t.Fatalf("%s before the end of the stream: %v", e.Name, names(events))
 				}
 			}
-			switch tc.want {
-			case wantError:
-				var e struct{ Code, Message string }
-				if last.Name != "error" || json.Unmarshal(last.Data, &e) != nil || e.Code != "unavailable" || e.Message == "" {
-					t.Fatalf("last event %s %s, want error with code unavailable; events %v", last.Name, last.Data, names(events))
-				}
-				if got := text(events); got != strings.Join(tc.reply.Text, "") {
-					t.Errorf("text before the error %q, want what the model sent, %q", got, strings.Join(tc.reply.Text, ""))
-				}
-			case wantRetrieval:
-				var d struct{ Mode, Reason string }
-				if last.Name != "message.done" || json.Unmarshal(last.Data, &d) != nil || d.Mode != "retrieval" || d.Reason != "llm_unavailable" {
-					t.Fatalf("last event %s %s, want message.done mode retrieval, reason llm_unavailable; events %v", last.Name, last.Data, names(events))
-				}
-				if answer := text(events); !strings.Contains(answer, "](https://site.example/") {
-					t.Errorf("the retrieval-only answer has no links to the site's pages: %q", answer)
-				}
-				var sources struct{ Items []json.RawMessage }
-				for _, e := range events {
-					if e.Name == "sources" {
-						_ = json.Unmarshal(e.Data, &sources)
-					}
-				}
-				if len(sources.Items) == 0 {
-					t.Error("no sources with the retrieval-only answer")
-				}
-			}
+			checkEnding(t, tc.want, events, tc.reply.Text)
 			if tc.hangs {
 				if took < llmTimeout {
 					t.Errorf("ended after %v, before LLM_TIMEOUT %v: the model did not hang as scripted", took, llmTimeout)
@@ -149,5 +101,69 @@ func TestChatProviderFaults(t *testing.T) {
 				t.Errorf("ended after %v; a failing (not hanging) model should end the turn within %v", took, slack)
 			}
 		})
+	}
+}
+
+// How a chat turn whose model failed must end.
+const (
+	wantError     = "error"     // an error event, after the text the visitor saw
+	wantRetrieval = "retrieval" // a retrieval-only answer, when nothing was shown yet
+)
+
+// readStream reads a chat stream to its end, failing on a stream still open at ctx's
+// deadline or one that breaks; once the first delta arrived it runs *onFirstDelta once.
+func readStream(t *testing.T, ctx context.Context, s *chatStream, began time.Time, llmTimeout time.Duration, onFirstDelta *func()) []sseEvent {
+	t.Helper()
+	var events []sseEvent
+	for {
+		ev, err := s.next()
+		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+			t.Fatalf("the stream was still open %v after the request (LLM_TIMEOUT %v); events so far %v", time.Since(began).Round(time.Millisecond), llmTimeout, names(events))
+		}
+		if errors.Is(err, io.EOF) {
+			return events
+		}
+		if err != nil {
+			t.Fatalf("stream broke instead of ending: %v; events so far %v", err, names(events))
+		}
+		events = append(events, ev)
+		if ev.Name == "message.delta" && *onFirstDelta != nil {
+			(*onFirstDelta)()
+			*onFirstDelta = nil
+		}
+	}
+}
+
+// checkEnding checks the last event against want: the error after the model's text, or
+// the retrieval-only answer with links and sources.
+func checkEnding(t *testing.T, want string, events []sseEvent, modelText []string) {
+	t.Helper()
+	last := events[len(events)-1]
+	switch want {
+	case wantError:
+		var e struct{ Code, Message string }
+		if last.Name != "error" || json.Unmarshal(last.Data, &e) != nil || e.Code != "unavailable" || e.Message == "" {
+			t.Fatalf("last event %s %s, want error with code unavailable; events %v", last.Name, last.Data, names(events))
+		}
+		if got := text(events); got != strings.Join(modelText, "") {
+			t.Errorf("text before the error %q, want what the model sent, %q", got, strings.Join(modelText, ""))
+		}
+	case wantRetrieval:
+		var d struct{ Mode, Reason string }
+		if last.Name != "message.done" || json.Unmarshal(last.Data, &d) != nil || d.Mode != "retrieval" || d.Reason != "llm_unavailable" {
+			t.Fatalf("last event %s %s, want message.done mode retrieval, reason llm_unavailable; events %v", last.Name, last.Data, names(events))
+		}
+		if answer := text(events); !strings.Contains(answer, "](https://site.example/") {
+			t.Errorf("the retrieval-only answer has no links to the site's pages: %q", answer)
+		}
+		var sources struct{ Items []json.RawMessage }
+		for _, e := range events {
+			if e.Name == "sources" {
+				_ = json.Unmarshal(e.Data, &sources)
+			}
+		}
+		if len(sources.Items) == 0 {
+			t.Error("no sources with the retrieval-only answer")
+		}
 	}
 }

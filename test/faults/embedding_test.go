@@ -40,33 +40,8 @@ func TestEmbeddingProviderFaults(t *testing.T) {
 	client := &http.Client{}
 	defer client.CloseIdleConnections()
 
-	// Each query is new, so that no cache answers it and every search asks the provider.
-	n := 0
-	search := func() reply {
-		n++
-		ctx, cancel := context.WithTimeout(context.Background(), timeout+slack+10*time.Second)
-		defer cancel()
-		return callTool(ctx, client, base, "search_site", map[string]any{"query": fmt.Sprintf("accessibility audit price %d", n)})
-	}
-	check := func(t *testing.T, r reply, wantDegraded string) {
-		t.Helper()
-		if r.err != nil || r.status != http.StatusOK {
-			t.Fatalf("search: %s", r)
-		}
-		res, err := r.tool()
-		if err != nil || res.IsError {
-			t.Fatalf("search: isError or not a tool result (%v): %s", err, r)
-		}
-		if res.StructuredContent.Degraded != wantDegraded {
-			t.Errorf("degraded %q, want %q", res.StructuredContent.Degraded, wantDegraded)
-		}
-		if len(res.StructuredContent.Results) == 0 {
-			t.Errorf("no results: %s", r)
-		}
-		if wantDegraded != "" && r.latency > timeout+slack {
-			t.Errorf("degraded answer after %v; EMBEDDINGS_TIMEOUT is %v", r.latency, timeout)
-		}
-	}
+	e := &searcher{client: client, base: base, timeout: timeout, slack: slack}
+	check, search := e.check, e.search
 
 	t.Run("healthy", func(t *testing.T) {
 		check(t, search(), "")
@@ -84,23 +59,7 @@ func TestEmbeddingProviderFaults(t *testing.T) {
 			fault.set()
 			defer fault.reset()
 			calls := provider.Calls()
-			replies := make([]reply, workers)
-			var mu sync.Mutex
-			var wg sync.WaitGroup
-			for i := range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					mu.Lock()
-					n++
-					q := fmt.Sprintf("cloud cost review %d", n)
-					mu.Unlock()
-					ctx, cancel := context.WithTimeout(context.Background(), timeout+slack+10*time.Second)
-					defer cancel()
-					replies[i] = callTool(ctx, client, base, "search_site", map[string]any{"query": q})
-				}()
-			}
-			wg.Wait()
+			replies := e.concurrently(workers)
 			var slowest time.Duration
 			for _, r := range replies {
 				check(t, r, "embedding_unavailable")
@@ -116,4 +75,64 @@ func TestEmbeddingProviderFaults(t *testing.T) {
 	t.Run("recovered", func(t *testing.T) {
 		check(t, search(), "")
 	})
+}
+
+// searcher searches the service, each time with a new query, so that no cache answers it
+// and every search asks the provider.
+type searcher struct {
+	client         *http.Client
+	base           string
+	timeout, slack time.Duration
+	mu             sync.Mutex
+	n              int
+}
+
+func (e *searcher) query(topic string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.n++
+	return fmt.Sprintf("%s %d", topic, e.n)
+}
+
+func (e *searcher) search() reply {
+	ctx, cancel := context.WithTimeout(context.Background(), e.timeout+e.slack+10*time.Second)
+	defer cancel()
+	return callTool(ctx, e.client, e.base, "search_site", map[string]any{"query": e.query("accessibility audit price")})
+}
+
+// concurrently runs n searches at once and returns their replies.
+func (e *searcher) concurrently(n int) []reply {
+	replies := make([]reply, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), e.timeout+e.slack+10*time.Second)
+			defer cancel()
+			replies[i] = callTool(ctx, e.client, e.base, "search_site", map[string]any{"query": e.query("cloud cost review")})
+		})
+	}
+	wg.Wait()
+	return replies
+}
+
+// check: a search answered, with results, degraded as wanted, and a degraded one within
+// EMBEDDINGS_TIMEOUT (and some slack).
+func (e *searcher) check(t *testing.T, r reply, wantDegraded string) {
+	t.Helper()
+	if r.err != nil || r.status != http.StatusOK {
+		t.Fatalf("search: %s", r)
+	}
+	res, err := r.tool()
+	if err != nil || res.IsError {
+		t.Fatalf("search: isError or not a tool result (%v): %s", err, r)
+	}
+	if res.StructuredContent.Degraded != wantDegraded {
+		t.Errorf("degraded %q, want %q", res.StructuredContent.Degraded, wantDegraded)
+	}
+	if len(res.StructuredContent.Results) == 0 {
+		t.Errorf("no results: %s", r)
+	}
+	if wantDegraded != "" && r.latency > e.timeout+e.slack {
+		t.Errorf("degraded answer after %v; EMBEDDINGS_TIMEOUT is %v", r.latency, e.timeout)
+	}
 }

@@ -33,22 +33,14 @@ func TestMain(m *testing.M) {
 		binary = bin
 		os.Exit(m.Run())
 	}
-	dir, err := os.MkdirTemp("", "sitetools-faults-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "sitetools")
-	build := exec.Command("go", "build", "-trimpath", "-o", binary, ".")
-	build.Dir = repoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "faults: go build: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testkit.MainWithBinary(m, "faults", &binary, func(dst string) error {
+		build := exec.Command("go", "build", "-trimpath", "-o", dst, ".")
+		build.Dir = repoRoot()
+		if out, err := build.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build: %v\n%s", err, out)
+		}
+		return nil
+	})
 }
 
 // repoRoot is the repository's root directory.

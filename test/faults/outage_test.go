@@ -68,83 +68,11 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 	runCmd(t, vars, "migrate")
 	ingestDemo(t, vars)
 
-	for k, v := range vars {
-		t.Setenv(k, v)
-	}
-	logs := &testkit.Buffer{}
-	ctx, stopServe := context.WithCancel(context.Background())
-	var serveErr error
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		serveErr = cli.Run(ctx, []string{"serve"}, io.Discard, logs)
-	}()
-	t.Cleanup(func() {
-		stopServe()
-		select {
-		case <-served:
-			if serveErr != nil {
-				t.Errorf("serve: %v", serveErr)
-			}
-		case <-time.After(15 * time.Second):
-			t.Error("serve did not return within 15s after its context ended")
-		}
-		if t.Failed() {
-			t.Logf("service log, without its info lines and 503s (first 30 lines):\n%s", logExcerpt(logs.String(), 30))
-		}
-	})
+	serveInProcess(t, vars)
 	base, adminBase := "http://"+pub, "http://"+adm
-	testkit.WaitReady(t, &http.Client{Timeout: 2 * time.Second}, base+"/readyz", func() error {
-		select {
-		case <-served:
-			return fmt.Errorf("serve returned: %v", serveErr)
-		default:
-			return nil
-		}
-	})
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers * 2}}
-	berlin, err := time.LoadLocation("Europe/Berlin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tomorrow := time.Now().In(berlin).AddDate(0, 0, 1)
-	slotArgs := map[string]any{"from": tomorrow.Format(time.DateOnly), "to": tomorrow.AddDate(0, 0, 6).Format(time.DateOnly)}
-	searchOK := func(r reply) error {
-		res, err := r.tool()
-		if err != nil || res.IsError || len(res.StructuredContent.Results) == 0 {
-			return fmt.Errorf("not a search result with results (%v)", err)
-		}
-		return nil
-	}
-	kinds := []*loadKind{
-		{name: "GET /api/chat/tools", ok: http.StatusOK, do: func(ctx context.Context, _ int) reply {
-			return do(ctx, client, http.MethodGet, base+"/api/chat/tools", nil, nil)
-		}},
-		{name: "GET /healthz", ok: http.StatusOK, do: func(ctx context.Context, _ int) reply {
-			return do(ctx, client, http.MethodGet, base+"/healthz", nil, nil)
-		}},
-		{name: "get_free_slots", needsDB: true, ok: http.StatusOK, do: func(ctx context.Context, _ int) reply {
-			return callTool(ctx, client, base, "get_free_slots", slotArgs)
-		}, check: func(r reply) error {
-			if res, err := r.tool(); err != nil || res.IsError {
-				return fmt.Errorf("not a slots result (%v)", err)
-			}
-			return nil
-		}},
-		{name: "search_site (cached query)", needsDB: true, ok: http.StatusOK, do: func(ctx context.Context, _ int) reply {
-			return callTool(ctx, client, base, "search_site", map[string]any{"query": "accessibility audit"})
-		}, check: searchOK},
-		{name: "search_site (new query)", needsDB: true, ok: http.StatusOK, do: func(ctx context.Context, n int) reply {
-			return callTool(ctx, client, base, "search_site", map[string]any{"query": fmt.Sprintf("cloud cost review %d", n)})
-		}, check: searchOK},
-		{name: "GET /readyz", needsDB: true, ok: http.StatusOK, do: func(ctx context.Context, _ int) reply {
-			return do(ctx, client, http.MethodGet, base+"/readyz", nil, nil)
-		}},
-		{name: "POST /admin/bookings", needsDB: true, ok: http.StatusCreated, do: func(ctx context.Context, n int) reply {
-			return postBooking(ctx, client, adminBase, fmt.Sprintf("outage-%d", n), newBooking(n))
-		}},
-	}
+	kinds := outageKinds(t, client, base, adminBase)
 	var seq atomic.Int64
 	call := func(k *loadKind) loadRecord {
 		// A hard cap far past the bound, so that a hung request fails the test instead
@@ -193,17 +121,149 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 	stopLoad()
 	wg.Wait()
 
-	type tally struct {
-		statuses            map[int]int
-		during503, afterOK  int
-		maxLatency          time.Duration
-		failures            int
-		firstFailure        string
-		successDuringOutage int
+	tallies := tallyOutage(records, kinds, outageTimes{stopped, restarting, restarted}, toolTimeout+slack)
+	t.Logf("%d requests by %d clients; outage %v (stop at +1s, start took %v)", len(records), workers, outage, restarted.Sub(restarting).Round(time.Millisecond))
+	reportOutage(t, kinds, tallies)
+	checkGoroutines(t, client, before, goroutineSlack)
+}
+
+// settledGoroutines closes the client's idle connections and returns the goroutine
+// count once it stopped falling (at most 3s).
+func settledGoroutines(client *http.Client) int {
+	client.CloseIdleConnections()
+	last, same := runtime.NumGoroutine(), 0
+	eventually(3*time.Second, func() bool {
+		n := runtime.NumGoroutine()
+		if n == last {
+			same++
+		} else {
+			last, same = n, 0
+		}
+		return same >= 10
+	})
+	return last
+}
+
+// logExcerpt is the first n lines of a JSON log that are neither info nor about a 503.
+func logExcerpt(log string, n int) string {
+	var out []string
+	for _, line := range strings.Split(log, "\n") {
+		if line == "" || strings.Contains(line, `"level":"INFO"`) || strings.Contains(line, `"code":"unavailable"`) {
+			continue
+		}
+		if out = append(out, line); len(out) == n {
+			break
+		}
 	}
-	tallies := map[string]*tally{}
+	return strings.Join(out, "\n")
+}
+
+// serveInProcess runs `sitetools serve` with vars in this process, through the command
+// line's own wiring, until the test ends, and waits until it is ready.
+func serveInProcess(t *testing.T, vars map[string]string) {
+	t.Helper()
+	for k, v := range vars {
+		t.Setenv(k, v)
+	}
+	logs := &testkit.Buffer{}
+	ctx, stopServe := context.WithCancel(context.Background())
+	var serveErr error
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		serveErr = cli.Run(ctx, []string{"serve"}, io.Discard, logs)
+	}()
+	t.Cleanup(func() {
+		stopServe()
+		select {
+		case <-served:
+			if serveErr != nil {
+				t.Errorf("serve: %v", serveErr)
+			}
+		case <-time.After(15 * time.Second):
+			t.Error("serve did not return within 15s after its context ended")
+		}
+		if t.Failed() {
+			t.Logf("service log, without its info lines and 503s (first 30 lines):\n%s", logExcerpt(logs.String(), 30))
+		}
+	})
+	testkit.WaitReady(t, &http.Client{Timeout: 2 * time.Second}, "http://"+vars["LISTEN_ADDR"]+"/readyz", func() error {
+		select {
+		case <-served:
+			return fmt.Errorf("serve returned: %v", serveErr)
+		default:
+			return nil
+		}
+	})
+}
+
+// outageKinds are the requests of the load: some need no database, some do.
+func outageKinds(t *testing.T, client *http.Client, base, adminBase string) []*loadKind {
+	t.Helper()
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tomorrow := time.Now().In(berlin).AddDate(0, 0, 1)
+	slotArgs := map[string]any{"from": tomorrow.Format(time.DateOnly), "to": tomorrow.AddDate(0, 0, 6).Format(time.DateOnly)}
+	searchOK := func(r reply) error {
+		res, err := r.tool()
+		if err != nil || res.IsError || len(res.StructuredContent.Results) == 0 {
+			return fmt.Errorf("not a search result with results (%v)", err)
+		}
+		return nil
+	}
+	return []*loadKind{
+		{name: "GET /api/chat/tools", ok: http.StatusOK, do: func(ctx context.Context, _ int) reply {
+			return do(ctx, client, http.MethodGet, base+"/api/chat/tools", nil, nil)
+		}},
+		{name: "GET /healthz", ok: http.StatusOK, do: func(ctx context.Context, _ int) reply {
+			return do(ctx, client, http.MethodGet, base+"/healthz", nil, nil)
+		}},
+		{name: "get_free_slots", needsDB: true, ok: http.StatusOK, do: func(ctx context.Context, _ int) reply {
+			return callTool(ctx, client, base, "get_free_slots", slotArgs)
+		}, check: func(r reply) error {
+			if res, err := r.tool(); err != nil || res.IsError {
+				return fmt.Errorf("not a slots result (%v)", err)
+			}
+			return nil
+		}},
+		{name: "search_site (cached query)", needsDB: true, ok: http.StatusOK, do: func(ctx context.Context, _ int) reply {
+			return callTool(ctx, client, base, "search_site", map[string]any{"query": "accessibility audit"})
+		}, check: searchOK},
+		{name: "search_site (new query)", needsDB: true, ok: http.StatusOK, do: func(ctx context.Context, n int) reply {
+			return callTool(ctx, client, base, "search_site", map[string]any{"query": fmt.Sprintf("cloud cost review %d", n)})
+		}, check: searchOK},
+		{name: "GET /readyz", needsDB: true, ok: http.StatusOK, do: func(ctx context.Context, _ int) reply {
+			return do(ctx, client, http.MethodGet, base+"/readyz", nil, nil)
+		}},
+		{name: "POST /admin/bookings", needsDB: true, ok: http.StatusCreated, do: func(ctx context.Context, n int) reply {
+			return postBooking(ctx, client, adminBase, fmt.Sprintf("outage-%d", n), newBooking(n))
+		}},
+	}
+}
+
+// outageTimes are when the database stopped, began to restart and was back.
+type outageTimes struct{ stopped, restarting, restarted time.Time }
+
+// outageTally is what one kind of request got.
+type outageTally struct {
+	statuses            map[int]int
+	during503, afterOK  int
+	maxLatency          time.Duration
+	failures            int
+	firstFailure        string
+	successDuringOutage int
+}
+
+// tallyOutage sorts every answer by kind: a success (checked), or 503 unavailable with
+// Retry-After only for what needs the database and only while it was down; anything
+// else, or an answer later than bound, is a failure.
+func tallyOutage(records []loadRecord, kinds []*loadKind, at outageTimes, bound time.Duration) map[string]*outageTally {
+	stopped, restarting, restarted := at.stopped, at.restarting, at.restarted
+	tallies := map[string]*outageTally{}
 	for _, k := range kinds {
-		tallies[k.name] = &tally{statuses: map[int]int{}}
+		tallies[k.name] = &outageTally{statuses: map[int]int{}}
 	}
 	for _, rec := range records {
 		k, r, tl := rec.kind, rec.r, tallies[rec.kind.name]
@@ -221,8 +281,8 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 		case r.err != nil:
 			fail("no complete answer: %s", r)
 			continue
-		case r.latency > toolTimeout+slack:
-			fail("answered after %v, past the tool deadline %v plus %v: %s", r.latency, toolTimeout, slack, r)
+		case r.latency > bound:
+			fail("answered after %v, past the tool deadline plus slack (%v): %s", r.latency, bound, r)
 		}
 		switch {
 		case r.status == k.ok:
@@ -255,7 +315,13 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 			fail("status %d, want %d or 503 unavailable: %s", r.status, k.ok, r)
 		}
 	}
-	t.Logf("%d requests by %d clients; outage %v (stop at +1s, start took %v)", len(records), workers, outage, restarted.Sub(restarting).Round(time.Millisecond))
+	return tallies
+}
+
+// reportOutage logs each kind's tally and fails on bad answers, on a kind that needs the
+// database but never got 503, on a success during the outage and on no recovery.
+func reportOutage(t *testing.T, kinds []*loadKind, tallies map[string]*outageTally) {
+	t.Helper()
 	for _, k := range kinds {
 		tl := tallies[k.name]
 		t.Logf("  %-28s statuses %v, max latency %v, 503 during the outage %d, successes after %d",
@@ -273,51 +339,23 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 			t.Errorf("%s: no success after the database was back: the service did not recover", k.name)
 		}
 	}
+}
 
-	// No goroutine outlives the outage: once the clients' idle connections are closed,
-	// the service settles back to its count before the load.
+// checkGoroutines: no goroutine outlives the outage. Once the clients' idle connections
+// are closed, the service settles back to its count before the load.
+func checkGoroutines(t *testing.T, client *http.Client, before, slack int) {
+	t.Helper()
 	client.CloseIdleConnections()
 	var after int
 	if !eventually(10*time.Second, func() bool {
 		client.CloseIdleConnections()
 		after = runtime.NumGoroutine()
-		return after <= before+goroutineSlack
+		return after <= before+slack
 	}) {
 		var stacks strings.Builder
 		_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
-		t.Errorf("goroutines: %d before the load, %d after it settled (allowed %d more):\n%s", before, after, goroutineSlack, stacks.String())
+		t.Errorf("goroutines: %d before the load, %d after it settled (allowed %d more):\n%s", before, after, slack, stacks.String())
 	} else {
 		t.Logf("goroutines: %d before the load, %d after", before, after)
 	}
-}
-
-// settledGoroutines closes the client's idle connections and returns the goroutine
-// count once it stopped falling (at most 3s).
-func settledGoroutines(client *http.Client) int {
-	client.CloseIdleConnections()
-	last, same := runtime.NumGoroutine(), 0
-	eventually(3*time.Second, func() bool {
-		n := runtime.NumGoroutine()
-		if n == last {
-			same++
-		} else {
-			last, same = n, 0
-		}
-		return same >= 10
-	})
-	return last
-}
-
-// logExcerpt is the first n lines of a JSON log that are neither info nor about a 503.
-func logExcerpt(log string, n int) string {
-	var out []string
-	for _, line := range strings.Split(log, "\n") {
-		if line == "" || strings.Contains(line, `"level":"INFO"`) || strings.Contains(line, `"code":"unavailable"`) {
-			continue
-		}
-		if out = append(out, line); len(out) == n {
-			break
-		}
-	}
-	return strings.Join(out, "\n")
 }
