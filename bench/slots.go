@@ -15,12 +15,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/app"
+
 	"github.com/sitetools/sitetools/internal/config"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sitetools/sitetools/internal/postgres"
-	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools"
 	"github.com/sitetools/sitetools/tools/appointments"
 )
@@ -149,7 +150,7 @@ func (p *slotsParts) start(ctx context.Context, cfg config.Config, from, now tim
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	app, err := server.New(cfg, server.Options{DB: p.db, Logger: logger, Bookings: bookings,
+	app, err := app.Wire(cfg, app.Parts{DB: p.db, Logger: logger, Bookings: bookings,
 		Register: func(r *tools.Registry) error { return r.Add(tool) }})
 	if err != nil {
 		return err

@@ -7,14 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sitetools/sitetools/internal/app"
+
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
-	"github.com/sitetools/sitetools/server"
 )
 
 func TestAdminUsage(t *testing.T) {
 	var gotDays int
 	cfg := testConfig(t, "postgres://unused", map[string]string{"ADMIN_TOKEN": "admin-token-0123456789", "ADMIN_LISTEN_ADDR": "127.0.0.1:0"})
-	app, err := server.New(cfg, server.Options{DB: pgtest.NewDB(t), Usage: func(_ context.Context, days int) (any, error) {
+	app, err := app.Wire(cfg, app.Parts{DB: pgtest.NewDB(t), Usage: func(_ context.Context, days int) (any, error) {
 		gotDays = days
 		return map[string]any{"ledger": []any{}}, nil
 	}})

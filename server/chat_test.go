@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/app"
+
 	"github.com/sitetools/sitetools/internal/config"
 
 	"github.com/google/go-cmp/cmp"
@@ -25,7 +27,6 @@ import (
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
 	"github.com/sitetools/sitetools/internal/testkit"
-	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools"
 )
 
@@ -48,7 +49,7 @@ func newChatEnv(t *testing.T, env map[string]string, withProvider bool) *chatEnv
 	t.Helper()
 	ce := &chatEnv{testEnv: &testEnv{logs: &testkit.Buffer{}, counter: &atomic.Int64{}}, db: pgtest.NewDB(t),
 		spans: map[string][2]time.Time{}, bothArrived: make(chan struct{})}
-	opts := server.Options{
+	opts := app.Parts{
 		DB:     ce.db,
 		Logger: slog.New(slog.NewJSONHandler(ce.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Register: func(r *tools.Registry) error {
@@ -66,7 +67,7 @@ func newChatEnv(t *testing.T, env map[string]string, withProvider bool) *chatEnv
 		}
 		opts.ChatProvider = chat
 	}
-	app, err := server.New(testConfig(t, "postgres://unused", env), opts)
+	app, err := app.Wire(testConfig(t, "postgres://unused", env), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

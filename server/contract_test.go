@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/app"
+
 	"github.com/sitetools/sitetools/internal/config"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -225,7 +227,7 @@ func startServer(t *testing.T, db *postgres.DB, env map[string]string, register 
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	app, err := server.New(cfg, server.Options{DB: db, Register: register})
+	app, err := app.Wire(cfg, app.Parts{DB: db, Register: register})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
 	}
@@ -291,7 +293,7 @@ func TestContract(t *testing.T) {
 	app, mainSrv := startServer(t, db, map[string]string{"WEBMCP_WIDGET_PATH": widget}, register)
 	_, limitedSrv := startServer(t, db, map[string]string{"RATE_LIMIT_PER_MINUTE": "1"}, register)
 	_, downSrv := startServer(t, unreachableDB(t), nil, register)
-	// The chat without a model (server.Options.ChatProvider is nil): every turn is a
+	// The chat without a model (app.Parts.ChatProvider is nil): every turn is a
 	// retrieval-only answer from search_site.
 	chatRegister := func(r *tools.Registry) error {
 		if err := register(r); err != nil {

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/sitetools/sitetools/internal/app"
+
 	"github.com/sitetools/sitetools/internal/config"
 
 	"github.com/sitetools/sitetools/internal/postgres"
@@ -56,7 +58,7 @@ func newEnv(t testing.TB, env map[string]string) *testEnv {
 func newEnvWithDB(t testing.TB, db *postgres.DB, dbURL string, env map[string]string) *testEnv {
 	t.Helper()
 	te := &testEnv{logs: &testkit.Buffer{}, counter: &atomic.Int64{}}
-	app, err := server.New(testConfig(t, dbURL, env), server.Options{
+	app, err := app.Wire(testConfig(t, dbURL, env), app.Parts{
 		DB:       db,
 		Logger:   slog.New(slog.NewJSONHandler(te.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Register: func(r *tools.Registry) error { return registerTestTools(r, te.counter) },

@@ -15,8 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/app"
+
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
-	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools"
 )
 
@@ -41,7 +42,7 @@ func TestGracefulShutdown(t *testing.T) {
 
 	entered, release := make(chan struct{}), make(chan struct{})
 	cfg := testConfig(t, "postgres://unused", map[string]string{"LISTEN_ADDR": "unix:" + sock})
-	app, err := server.New(cfg, server.Options{DB: pgtest.NewDB(t), Register: func(r *tools.Registry) error {
+	app, err := app.Wire(cfg, app.Parts{DB: pgtest.NewDB(t), Register: func(r *tools.Registry) error {
 		return r.Add(tools.Tool{
 			Name: "wait", Description: "Waits until released.", InputSchema: json.RawMessage(`{"type":"object"}`),
 			Annotations: tools.Annotations{ReadOnly: true},
@@ -213,7 +214,7 @@ func TestUnixSocketClientsAreTheProxysForwardedAddresses(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "s.sock")
 	cfg := testConfig(t, "postgres://unused", map[string]string{"LISTEN_ADDR": "unix:" + sock, "RATE_LIMIT_PER_MINUTE": "1"})
 	var counter atomic.Int64
-	app, err := server.New(cfg, server.Options{DB: pgtest.NewDB(t), Register: func(r *tools.Registry) error { return registerTestTools(r, &counter) }})
+	app, err := app.Wire(cfg, app.Parts{DB: pgtest.NewDB(t), Register: func(r *tools.Registry) error { return registerTestTools(r, &counter) }})
 	if err != nil {
 		t.Fatal(err)
 	}

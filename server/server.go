@@ -1,4 +1,4 @@
-// Package server is the HTTP edge of sitetools: configuration, routes, middleware, the
+// Package server is the HTTP edge of sitetools: routes, middleware, the
 // error table, and the channels that serve the tool registry.
 package server
 
@@ -21,7 +21,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sitetools/sitetools/internal/assistant"
-	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/tools"
 	"github.com/sitetools/sitetools/tools/appointments"
@@ -33,9 +32,9 @@ type App struct {
 	db       *postgres.DB
 	logger   *slog.Logger
 	registry *tools.Registry
+	edge     *Edge
 	metrics  *metrics
 	limiter  *RateLimiter
-	toolCap  *Cap // tool calls at once
 	chatCap  *Cap // chat turns at once
 	usage    func(ctx context.Context, days int) (any, error)
 	bookings appointments.BookingStore
@@ -47,35 +46,57 @@ type App struct {
 	admin  *echo.Echo
 }
 
-// Options are what New needs beside the configuration.
+// Edge is what the HTTP edge adds to every call: metrics, the per-client rate limit and
+// the caps on calls and chat turns at once. The registry runs its interceptors (see
+// Interceptors); the routes use the rest.
+type Edge struct {
+	metrics *metrics
+	limiter *RateLimiter
+	toolCap *Cap // tool calls at once
+	chatCap *Cap // chat turns at once
+}
+
+// NewEdge returns the edge for cfg, registering its metrics with reg (nil: a registry of
+// its own).
+func NewEdge(cfg config.Config, reg *prometheus.Registry) *Edge {
+	return &Edge{
+		metrics: newMetrics(reg),
+		limiter: newClientLimiter(cfg),
+		toolCap: NewCap(cfg.ToolMaxConcurrent, "tool calls"),
+		chatCap: NewCap(cfg.Chat.MaxConcurrent, "chat conversations"),
+	}
+}
+
+// Interceptors are the edge's interceptors of every call, outermost first: metrics see
+// every outcome, and the rate limit and the cap apply before any work.
+func (e *Edge) Interceptors() []tools.Interceptor {
+	return []tools.Interceptor{e.metrics.intercept, e.limiter.Intercept, e.toolCap.Intercept}
+}
+
+// Metrics is the registry the edge's metrics are in.
+func (e *Edge) Metrics() *prometheus.Registry { return e.metrics.reg }
+
+// Options are what New is given beside the configuration: it attaches routes to them.
 type Options struct {
 	DB     *postgres.DB
 	Logger *slog.Logger // nil discards
-	// Register adds the tools to the registry; an error stops start-up.
-	Register func(*tools.Registry) error
-	// Metrics is where the service's metrics go (nil: a registry of its own). Pass one to
-	// add the metrics of other parts.
-	Metrics *prometheus.Registry
+	// Edge is the edge whose interceptors Registry runs.
+	Edge *Edge
+	// Registry holds the tools every channel serves.
+	Registry *tools.Registry
+	// Chat answers POST /api/chat.
+	Chat *assistant.Assistant
 	// Usage reports paid usage on the admin API (nil: no report).
 	Usage func(ctx context.Context, days int) (any, error)
 	// Bookings are managed on the admin API (nil: no appointments).
 	Bookings appointments.BookingStore
-	// ChatProvider is the site chat's model (nil: every chat turn is answered
-	// retrieval-only, with links). Its budget and ledger come from the configuration.
-	ChatProvider assistant.Provider
-	// ChatPersona is the chat's persona and tone (empty: the built-in one).
-	ChatPersona string
-	// ChatBudget is the chat model's daily budget (nil: one from the configuration).
-	ChatBudget *budget.Budget
-	// ProviderMetrics counts the paid calls of the chat's ledger (nil: new ones on
-	// Metrics). Pass the ones other ledgers use, so that all count in one place.
-	ProviderMetrics *budget.ProviderMetrics
 }
 
-// New builds the service. It does not listen; see Run, or Handler for tests.
+// New attaches the routes of the public and admin APIs to what it is given. It does not
+// listen; see Run, or Handler for tests. internal/app builds what it is given.
 func New(cfg config.Config, opts Options) (*App, error) {
-	if opts.DB == nil {
-		return nil, errors.New("server.New: a database is required")
+	if opts.DB == nil || opts.Edge == nil || opts.Registry == nil || opts.Chat == nil {
+		return nil, errors.New("server.New: a database, an edge, a registry and a chat are required")
 	}
 	logger := opts.Logger
 	if logger == nil {
@@ -85,55 +106,15 @@ func New(cfg config.Config, opts Options) (*App, error) {
 		cfg:      cfg,
 		db:       opts.DB,
 		logger:   logger,
-		metrics:  newMetrics(opts.Metrics),
+		registry: opts.Registry,
+		edge:     opts.Edge,
+		metrics:  opts.Edge.metrics,
+		limiter:  opts.Edge.limiter,
+		chatCap:  opts.Edge.chatCap,
 		usage:    opts.Usage,
 		bookings: opts.Bookings,
-		limiter:  newClientLimiter(cfg),
-		toolCap:  NewCap(cfg.ToolMaxConcurrent, "tool calls"),
-		chatCap:  NewCap(cfg.Chat.MaxConcurrent, "chat conversations"),
+		chat:     opts.Chat,
 	}
-	idem := postgres.NewIdempotencyStore(opts.DB)
-	a.registry = tools.NewRegistry(&tools.Options{
-		DefaultTimeout: cfg.ToolTimeout,
-		Logger:         logger,
-		// Outermost first: metrics see every outcome, rate limits apply before any work.
-		Interceptors: []tools.Interceptor{a.metrics.intercept, a.limiter.Intercept, a.toolCap.Intercept, idem.Interceptor},
-	})
-	if opts.Register != nil {
-		if err := opts.Register(a.registry); err != nil {
-			return nil, fmt.Errorf("server.New: %w", err)
-		}
-	}
-	providerMetrics := opts.ProviderMetrics
-	if providerMetrics == nil {
-		providerMetrics = budget.NewProviderMetrics(a.metrics.reg)
-	}
-	a.metrics.reg.MustRegister(budget.NewUsageCollector(opts.DB.Pool, map[string]int64{
-		"embedding": cfg.Embeddings.DailyTokenBudget, "llm": cfg.Chat.DailyTokenBudget,
-	}, logger))
-	chatOpts := assistant.Options{
-		Registry:        a.registry,
-		ToolMode:        cfg.Chat.ToolMode,
-		Ledger:          budget.NewLedger(opts.DB.Pool).WithMetrics(providerMetrics),
-		PricePerMTok:    cfg.Chat.PricePerMTok,
-		Persona:         opts.ChatPersona,
-		MaxToolRounds:   cfg.Chat.MaxToolRounds,
-		ToolTimeout:     cfg.ToolTimeout,
-		ProviderTimeout: cfg.Chat.Timeout,
-		Logger:          logger,
-	}
-	if opts.ChatProvider != nil {
-		chatOpts.Provider = opts.ChatProvider
-		chatOpts.Budget = opts.ChatBudget
-		if chatOpts.Budget == nil {
-			chatOpts.Budget = budget.NewBudget(opts.DB.Pool, "llm", cfg.Chat.DailyTokenBudget, nil)
-		}
-	}
-	chat, err := assistant.New(chatOpts)
-	if err != nil {
-		return nil, fmt.Errorf("server.New: %w", err)
-	}
-	a.chat = chat
 	a.mcp = &mcpChannel{a: a}
 	site, err := web.New(web.Options{PagesDir: cfg.SitePagesDir, WidgetPath: cfg.WebMCPWidgetPath,
 		RelayPort: cfg.WebMCPRelayPort, OriginTrialToken: cfg.WebMCPOriginTrialToken, Logger: logger})

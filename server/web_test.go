@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sitetools/sitetools/internal/app"
+
 	"github.com/sitetools/sitetools/internal/content"
 
 	"github.com/sitetools/sitetools/internal/config"
@@ -16,7 +18,6 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
-	"github.com/sitetools/sitetools/server"
 )
 
 const demoSite = "../deploy/demo/site"
@@ -292,7 +293,7 @@ func TestSiteConfigErrors(t *testing.T) {
 		"explicit widget missing": {"WEBMCP_WIDGET_PATH": filepath.Join(t.TempDir(), "widget.js")},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := server.New(testConfig(t, "postgres://unused", env), server.Options{DB: db}); err == nil {
+			if _, err := app.Wire(testConfig(t, "postgres://unused", env), app.Parts{DB: db}); err == nil {
 				t.Fatal("New succeeded")
 			}
 		})

@@ -97,7 +97,7 @@ func Build(ctx context.Context, cfg config.Config, opts Options) (svc *Service, 
 		return nil, err
 	}
 	s.LLMBudget = budget.NewBudget(s.DB.Pool, "llm", cfg.Chat.DailyTokenBudget, nil)
-	s.HTTP, err = server.New(cfg, server.Options{
+	s.HTTP, err = Wire(cfg, Parts{
 		DB: s.DB, Logger: s.logger, Metrics: s.Metrics, Usage: s.Usage, Bookings: bookings,
 		ChatProvider: chat, ChatPersona: persona, ChatBudget: s.LLMBudget, ProviderMetrics: providerMetrics,
 		Register: func(r *tools.Registry) error {

@@ -123,6 +123,8 @@ func TestImportDirection(t *testing.T) {
 		{"internal/assistant", "internal/postgres", "the chat loop reaches storage through its ledger and budget"},
 		{"tools", "internal/postgres", "tools declare the storage they need; internal/postgres implements it"},
 		{"server", "internal/app", "the root builds the HTTP application, not the other way"},
+		{"server", "internal/budget", "the root wires the budgets; server attaches routes to what it is given"},
+		{"server", "internal/llm", "the root wires the providers; server attaches routes to what it is given"},
 		{"server", "internal/cli", "the command line is the outermost layer"},
 		{"internal/app", "internal/cli", "the command line is the outermost layer"},
 	}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/app"
+
 	"github.com/sitetools/sitetools/internal/config"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,7 +23,6 @@ import (
 
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
-	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools"
 	"github.com/sitetools/sitetools/tools/appointments"
 )
@@ -94,7 +95,7 @@ func newEnv(t *testing.T, extra ...appointments.BusySource) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := server.New(cfg, server.Options{DB: db, Bookings: e.bookings, Metrics: e.reg,
+	app, err := app.Wire(cfg, app.Parts{DB: db, Bookings: e.bookings, Metrics: e.reg,
 		Logger:   slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Register: func(r *tools.Registry) error { return r.Add(tool) }})
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/app"
+
 	"github.com/sitetools/sitetools/internal/content"
 	"github.com/sitetools/sitetools/internal/embedcache"
 
@@ -29,7 +31,6 @@ import (
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
 	"github.com/sitetools/sitetools/internal/testkit"
-	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools"
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
@@ -97,7 +98,7 @@ func newSearchEnv(t *testing.T, o envOptions) *searchEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := server.New(cfg, server.Options{DB: e.db, Logger: logger, Metrics: e.reg, Register: func(r *tools.Registry) error {
+	app, err := app.Wire(cfg, app.Parts{DB: e.db, Logger: logger, Metrics: e.reg, Register: func(r *tools.Registry) error {
 		for _, tool := range searchTools {
 			if err := r.Add(tool); err != nil {
 				return err
