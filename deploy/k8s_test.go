@@ -181,183 +181,229 @@ func TestK8sManifests(t *testing.T) {
 		}
 	}
 	pod := deploy.Spec.Template
-	podLabels := labels.Set(pod.Labels)
-	c := pod.Spec.Containers[0]
+	set := &k8sSet{m: m, deploy: deploy, job: job, svc: svc, hpa: hpa, pdb: pdb, np: np, ing: ing, sa: sa, secret: secret,
+		configMaps: configMaps, pod: pod, podLabels: labels.Set(pod.Labels), c: pod.Spec.Containers[0]}
 
-	t.Run("kustomization", func(t *testing.T) {
-		k := one[kustomization](t, m)
-		var want []string
-		for name := range m {
-			switch name {
-			case "kustomization.yaml", "secret.example.yaml", "migrate-job.yaml":
-			default:
-				want = append(want, name)
-			}
-		}
-		if got := slices.Sorted(slices.Values(k.Resources)); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
-			t.Errorf("kustomization resources %v, want every manifest but the Secret example and the Job: %v", got, want)
-		}
-	})
+	t.Run("kustomization", func(t *testing.T) { k8sKustomization(t, set) })
 
-	t.Run("pod security", func(t *testing.T) {
-		for name, spec := range map[string]corev1.PodSpec{"deployment": pod.Spec, "migration job": job.Spec.Template.Spec} {
-			checkRestricted(t, name, spec)
-		}
-		if sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
-			t.Error("the service account mounts a token")
-		}
-	})
+	t.Run("pod security", func(t *testing.T) { k8sPodSecurity(t, set) })
 
-	t.Run("deployment", func(t *testing.T) {
-		if !podLabelsSelected(deploy.Spec.Selector, podLabels) {
-			t.Error("the Deployment's selector does not select its pods")
-		}
-		for name, p := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
-			want := map[string]string{"readiness": "/readyz", "liveness": "/healthz"}[name]
-			if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != want || p.HTTPGet.Port.String() != "http" {
-				t.Errorf("%s probe %+v, want GET %s on the http port", name, p, want)
-			}
-		}
-		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			if _, ok := c.Resources.Requests[r]; !ok {
-				t.Errorf("no %s request", r)
-			}
-			if _, ok := c.Resources.Limits[r]; !ok {
-				t.Errorf("no %s limit", r)
-			}
-		}
-		if !slices.Equal(c.Args, []string{"serve"}) {
-			t.Errorf("args %v, want serve", c.Args)
-		}
-		if s := deploy.Spec.Strategy.RollingUpdate; s == nil || s.MaxUnavailable.IntValue() != 0 {
-			t.Error("a rollout may take serving replicas away first: want maxUnavailable 0")
-		}
-		grace := int64(30)
-		if pod.Spec.TerminationGracePeriodSeconds != nil {
-			grace = *pod.Spec.TerminationGracePeriodSeconds
-		}
-		preStop := int64(0)
-		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Sleep != nil {
-			preStop = c.Lifecycle.PreStop.Sleep.Seconds
-		}
-		cfg := podConfig(t, c, configMaps, secret)
-		if shutdown := int64(cfg.ShutdownTimeout.Seconds()); preStop+shutdown >= grace {
-			t.Errorf("preStop %ds + SHUTDOWN_TIMEOUT %ds does not fit in terminationGracePeriodSeconds %d", preStop, shutdown, grace)
-		}
-		if job.Spec.Template.Spec.Containers[0].Image != c.Image {
-			t.Errorf("the migration Job runs %q, the Deployment %q: want the same image", job.Spec.Template.Spec.Containers[0].Image, c.Image)
-		}
-		if !slices.Equal(job.Spec.Template.Spec.Containers[0].Args, []string{"migrate"}) {
-			t.Errorf("the migration Job's args %v, want migrate", job.Spec.Template.Spec.Containers[0].Args)
-		}
-		if job.Spec.Parallelism == nil || *job.Spec.Parallelism != 1 {
-			t.Error("the migration Job may run more than one migration at once")
-		}
-	})
+	t.Run("deployment", func(t *testing.T) { k8sDeployment(t, set) })
 
-	t.Run("configuration", func(t *testing.T) {
-		known := knownVariables(t)
-		for _, cm := range configMaps {
-			if cm.Name != "sitetools" {
-				continue
-			}
-			for k := range cm.Data {
-				if !known[k] {
-					t.Errorf("ConfigMap sets %s, which is not a configuration variable", k)
-				}
-			}
+	t.Run("configuration", func(t *testing.T) { k8sConfiguration(t, set) })
+
+	t.Run("service", func(t *testing.T) { k8sService(t, set) })
+
+	t.Run("scaling", func(t *testing.T) { k8sScaling(t, set) })
+
+	t.Run("network policy", func(t *testing.T) { k8sNetworkPolicy(t, set) })
+}
+
+// k8sKustomization is the subtest "kustomization" of TestK8sManifests.
+func k8sKustomization(t *testing.T, set *k8sSet) {
+	m := set.m
+	k := one[kustomization](t, m)
+	var want []string
+	for name := range m {
+		switch name {
+		case "kustomization.yaml", "secret.example.yaml", "migrate-job.yaml":
+		default:
+			want = append(want, name)
 		}
-		for k := range secret.StringData {
+	}
+	if got := slices.Sorted(slices.Values(k.Resources)); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		t.Errorf("kustomization resources %v, want every manifest but the Secret example and the Job: %v", got, want)
+	}
+}
+
+// k8sPodSecurity is the subtest "pod security" of TestK8sManifests.
+func k8sPodSecurity(t *testing.T, set *k8sSet) {
+	job, sa, pod := set.job, set.sa, set.pod
+	for name, spec := range map[string]corev1.PodSpec{"deployment": pod.Spec, "migration job": job.Spec.Template.Spec} {
+		checkRestricted(t, name, spec)
+	}
+	if sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
+		t.Error("the service account mounts a token")
+	}
+}
+
+// k8sDeployment is the subtest "deployment" of TestK8sManifests.
+func k8sDeployment(t *testing.T, set *k8sSet) {
+	deploy, job, secret, configMaps, pod, podLabels, c := set.deploy, set.job, set.secret, set.configMaps, set.pod, set.podLabels, set.c
+	if !podLabelsSelected(deploy.Spec.Selector, podLabels) {
+		t.Error("the Deployment's selector does not select its pods")
+	}
+	for name, p := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+		want := map[string]string{"readiness": "/readyz", "liveness": "/healthz"}[name]
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != want || p.HTTPGet.Port.String() != "http" {
+			t.Errorf("%s probe %+v, want GET %s on the http port", name, p, want)
+		}
+	}
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if _, ok := c.Resources.Requests[r]; !ok {
+			t.Errorf("no %s request", r)
+		}
+		if _, ok := c.Resources.Limits[r]; !ok {
+			t.Errorf("no %s limit", r)
+		}
+	}
+	if !slices.Equal(c.Args, []string{"serve"}) {
+		t.Errorf("args %v, want serve", c.Args)
+	}
+	if s := deploy.Spec.Strategy.RollingUpdate; s == nil || s.MaxUnavailable.IntValue() != 0 {
+		t.Error("a rollout may take serving replicas away first: want maxUnavailable 0")
+	}
+	grace := int64(30)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		grace = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	preStop := int64(0)
+	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Sleep != nil {
+		preStop = c.Lifecycle.PreStop.Sleep.Seconds
+	}
+	cfg := podConfig(t, c, configMaps, secret)
+	if shutdown := int64(cfg.ShutdownTimeout.Seconds()); preStop+shutdown >= grace {
+		t.Errorf("preStop %ds + SHUTDOWN_TIMEOUT %ds does not fit in terminationGracePeriodSeconds %d", preStop, shutdown, grace)
+	}
+	if job.Spec.Template.Spec.Containers[0].Image != c.Image {
+		t.Errorf("the migration Job runs %q, the Deployment %q: want the same image", job.Spec.Template.Spec.Containers[0].Image, c.Image)
+	}
+	if !slices.Equal(job.Spec.Template.Spec.Containers[0].Args, []string{"migrate"}) {
+		t.Errorf("the migration Job's args %v, want migrate", job.Spec.Template.Spec.Containers[0].Args)
+	}
+	if job.Spec.Parallelism == nil || *job.Spec.Parallelism != 1 {
+		t.Error("the migration Job may run more than one migration at once")
+	}
+}
+
+// k8sConfiguration is the subtest "configuration" of TestK8sManifests.
+func k8sConfiguration(t *testing.T, set *k8sSet) {
+	secret, configMaps, pod, c := set.secret, set.configMaps, set.pod, set.c
+	known := knownVariables(t)
+	for _, cm := range configMaps {
+		if cm.Name != "sitetools" {
+			continue
+		}
+		for k := range cm.Data {
 			if !known[k] {
-				t.Errorf("the Secret sets %s, which is not a configuration variable", k)
+				t.Errorf("ConfigMap sets %s, which is not a configuration variable", k)
 			}
 		}
-		for _, e := range c.Env {
-			if !known[e.Name] {
-				t.Errorf("the Deployment sets %s, which is not a configuration variable", e.Name)
+	}
+	for k := range secret.StringData {
+		if !known[k] {
+			t.Errorf("the Secret sets %s, which is not a configuration variable", k)
+		}
+	}
+	for _, e := range c.Env {
+		if !known[e.Name] {
+			t.Errorf("the Deployment sets %s, which is not a configuration variable", e.Name)
+		}
+	}
+	// The configuration loads as the service loads it at start-up.
+	cfg := podConfig(t, c, configMaps, secret)
+	if cfg.ListenAddr != ":"+strconv.Itoa(int(containerPort(t, c, "http"))) ||
+		cfg.AdminListenAddr != ":"+strconv.Itoa(int(containerPort(t, c, "admin"))) {
+		t.Errorf("LISTEN_ADDR %q, ADMIN_LISTEN_ADDR %q do not match the container ports", cfg.ListenAddr, cfg.AdminListenAddr)
+	}
+	if len(cfg.TrustedProxies) == 0 {
+		t.Error("TRUSTED_PROXIES is empty: behind the ingress every visitor would share its address")
+	}
+	// The schedule mounted at AVAILABILITY_CONFIG is the example, and it loads.
+	avail, ok := configMaps["sitetools-availability"]
+	if !ok {
+		t.Fatal("no ConfigMap sitetools-availability")
+	}
+	var mount *corev1.VolumeMount
+	for i, vm := range c.VolumeMounts {
+		for _, v := range pod.Spec.Volumes {
+			if v.Name == vm.Name && v.ConfigMap != nil && v.ConfigMap.Name == avail.Name {
+				mount = &c.VolumeMounts[i]
 			}
 		}
-		// The configuration loads as the service loads it at start-up.
-		cfg := podConfig(t, c, configMaps, secret)
-		if cfg.ListenAddr != ":"+strconv.Itoa(int(containerPort(t, c, "http"))) ||
-			cfg.AdminListenAddr != ":"+strconv.Itoa(int(containerPort(t, c, "admin"))) {
-			t.Errorf("LISTEN_ADDR %q, ADMIN_LISTEN_ADDR %q do not match the container ports", cfg.ListenAddr, cfg.AdminListenAddr)
-		}
-		if len(cfg.TrustedProxies) == 0 {
-			t.Error("TRUSTED_PROXIES is empty: behind the ingress every visitor would share its address")
-		}
-		// The schedule mounted at AVAILABILITY_CONFIG is the example, and it loads.
-		avail, ok := configMaps["sitetools-availability"]
-		if !ok {
-			t.Fatal("no ConfigMap sitetools-availability")
-		}
-		var mount *corev1.VolumeMount
-		for i, vm := range c.VolumeMounts {
-			for _, v := range pod.Spec.Volumes {
-				if v.Name == vm.Name && v.ConfigMap != nil && v.ConfigMap.Name == avail.Name {
-					mount = &c.VolumeMounts[i]
-				}
-			}
-		}
-		if mount == nil || filepath.Dir(cfg.AvailabilityConfig) != mount.MountPath {
-			t.Fatalf("AVAILABILITY_CONFIG %q is not in the mounted ConfigMap %s", cfg.AvailabilityConfig, avail.Name)
-		}
-		schedule, ok := avail.Data[filepath.Base(cfg.AvailabilityConfig)]
-		if !ok {
-			t.Fatalf("ConfigMap %s has no %s", avail.Name, filepath.Base(cfg.AvailabilityConfig))
-		}
-		if example := string(readFile(t, filepath.Join(root(t), "deploy", "availability.example.yaml"))); schedule != example {
-			t.Error("the availability ConfigMap differs from deploy/availability.example.yaml")
-		}
-		if _, err := appointments.LoadSchedule(strings.NewReader(schedule)); err != nil {
-			t.Errorf("the schedule does not load: %v", err)
-		}
-	})
+	}
+	if mount == nil || filepath.Dir(cfg.AvailabilityConfig) != mount.MountPath {
+		t.Fatalf("AVAILABILITY_CONFIG %q is not in the mounted ConfigMap %s", cfg.AvailabilityConfig, avail.Name)
+	}
+	schedule, ok := avail.Data[filepath.Base(cfg.AvailabilityConfig)]
+	if !ok {
+		t.Fatalf("ConfigMap %s has no %s", avail.Name, filepath.Base(cfg.AvailabilityConfig))
+	}
+	if example := string(readFile(t, filepath.Join(root(t), "deploy", "availability.example.yaml"))); schedule != example {
+		t.Error("the availability ConfigMap differs from deploy/availability.example.yaml")
+	}
+	if _, err := appointments.LoadSchedule(strings.NewReader(schedule)); err != nil {
+		t.Errorf("the schedule does not load: %v", err)
+	}
+}
 
-	t.Run("service", func(t *testing.T) {
-		if !labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels) {
-			t.Error("the Service does not select the pods")
+// k8sService is the subtest "service" of TestK8sManifests.
+func k8sService(t *testing.T, set *k8sSet) {
+	svc, ing, podLabels, c := set.svc, set.ing, set.podLabels, set.c
+	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels) {
+		t.Error("the Service does not select the pods")
+	}
+	for _, p := range svc.Spec.Ports {
+		containerPort(t, c, p.TargetPort.String())
+	}
+	for _, path := range ing.Spec.Rules[0].HTTP.Paths {
+		b := path.Backend.Service
+		if b == nil || b.Name != svc.Name || !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == b.Port.Name }) {
+			t.Errorf("Ingress path %s goes to %+v, not a port of the Service", path.Path, b)
 		}
-		for _, p := range svc.Spec.Ports {
-			containerPort(t, c, p.TargetPort.String())
-		}
-		for _, path := range ing.Spec.Rules[0].HTTP.Paths {
-			b := path.Backend.Service
-			if b == nil || b.Name != svc.Name || !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == b.Port.Name }) {
-				t.Errorf("Ingress path %s goes to %+v, not a port of the Service", path.Path, b)
-			}
-		}
-	})
+	}
+}
 
-	t.Run("scaling", func(t *testing.T) {
-		ref := hpa.Spec.ScaleTargetRef
-		if ref.Kind != "Deployment" || ref.Name != deploy.Name || ref.APIVersion != "apps/v1" {
-			t.Errorf("the HPA scales %+v, not the Deployment", ref)
-		}
-		if hpa.Spec.MinReplicas == nil || *hpa.Spec.MinReplicas < 2 {
-			t.Error("the HPA may scale to one replica: a disruption would stop the service")
-		}
-		if !podLabelsSelected(pdb.Spec.Selector, podLabels) {
-			t.Error("the PodDisruptionBudget does not select the pods")
-		}
-		if pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() >= int(*hpa.Spec.MinReplicas) {
-			t.Error("the PodDisruptionBudget must keep fewer replicas than the HPA's minimum, or no node can ever be drained")
-		}
-	})
+// k8sScaling is the subtest "scaling" of TestK8sManifests.
+func k8sScaling(t *testing.T, set *k8sSet) {
+	deploy, hpa, pdb, podLabels := set.deploy, set.hpa, set.pdb, set.podLabels
+	ref := hpa.Spec.ScaleTargetRef
+	if ref.Kind != "Deployment" || ref.Name != deploy.Name || ref.APIVersion != "apps/v1" {
+		t.Errorf("the HPA scales %+v, not the Deployment", ref)
+	}
+	if hpa.Spec.MinReplicas == nil || *hpa.Spec.MinReplicas < 2 {
+		t.Error("the HPA may scale to one replica: a disruption would stop the service")
+	}
+	if !podLabelsSelected(pdb.Spec.Selector, podLabels) {
+		t.Error("the PodDisruptionBudget does not select the pods")
+	}
+	if pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() >= int(*hpa.Spec.MinReplicas) {
+		t.Error("the PodDisruptionBudget must keep fewer replicas than the HPA's minimum, or no node can ever be drained")
+	}
+}
 
-	t.Run("network policy", func(t *testing.T) {
-		if !podLabelsSelected(&np.Spec.PodSelector, podLabels) {
-			t.Error("the NetworkPolicy does not select the pods")
+// k8sNetworkPolicy is the subtest "network policy" of TestK8sManifests.
+func k8sNetworkPolicy(t *testing.T, set *k8sSet) {
+	np, podLabels, c := set.np, set.podLabels, set.c
+	if !podLabelsSelected(&np.Spec.PodSelector, podLabels) {
+		t.Error("the NetworkPolicy does not select the pods")
+	}
+	if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) || !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) {
+		t.Errorf("policy types %v, want Ingress and Egress", np.Spec.PolicyTypes)
+	}
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			containerPort(t, c, p.Port.String())
 		}
-		if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) || !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) {
-			t.Errorf("policy types %v, want Ingress and Egress", np.Spec.PolicyTypes)
-		}
-		for _, rule := range np.Spec.Ingress {
-			for _, p := range rule.Ports {
-				containerPort(t, c, p.Port.String())
-			}
-		}
-	})
+	}
+}
+
+// k8sSet is the manifests' objects the checks of TestK8sManifests read.
+type k8sSet struct {
+	m          manifests
+	deploy     *appsv1.Deployment
+	job        *batchv1.Job
+	svc        *corev1.Service
+	hpa        *autoscalingv2.HorizontalPodAutoscaler
+	pdb        *policyv1.PodDisruptionBudget
+	np         *networkingv1.NetworkPolicy
+	ing        *networkingv1.Ingress
+	sa         *corev1.ServiceAccount
+	secret     *corev1.Secret
+	configMaps map[string]*corev1.ConfigMap
+	pod        corev1.PodTemplateSpec
+	podLabels  labels.Set
+	c          corev1.Container
 }
 
 // checkRestricted asserts what the restricted Pod Security Standard and the issue ask of

@@ -22,8 +22,8 @@ func repoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// goFile is one parsed Go file of the module (deploy/ is a module of its own and is left
-// out, as are node_modules and dot folders).
+// goFile is one parsed Go file of the repository, deploy/'s module included (node_modules
+// and dot folders are left out).
 type goFile struct {
 	rel  string // slash path from the repository root
 	pkg  string // the package's import path below the module, "." for the root
@@ -42,7 +42,7 @@ func goFiles(t *testing.T) []goFile {
 		}
 		name := d.Name()
 		if d.IsDir() {
-			if path != root && (name == "node_modules" || name == "testdata" || strings.HasPrefix(name, ".") || name == "deploy") {
+			if path != root && (name == "node_modules" || name == "testdata" || strings.HasPrefix(name, ".")) {
 				return filepath.SkipDir
 			}
 			return nil
