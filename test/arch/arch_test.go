@@ -165,13 +165,9 @@ func TestImportDirection(t *testing.T) {
 }
 
 // TestSizes: no non-test Go file is over 500 lines, and no function over 80 lines of code
-// (lines inside composite literals, which hold table data, do not count). The functions
-// longer than that today are listed with their length; each may only shrink.
+// (lines inside composite literals, which hold table data, do not count; a function
+// literal counts with the function it is in, and on its own).
 func TestSizes(t *testing.T) {
-	long := map[string]int{
-		"test/faults/sigterm_test.go TestSIGTERMUnderLoad": 370,
-	}
-	longest := map[string]int{} // "file function" → lines of code (the longest, for literals)
 	for _, f := range goFiles(t) {
 		if !f.test {
 			if n := f.fset.Position(f.ast.End()).Line; n > 500 {
@@ -183,31 +179,17 @@ func TestSizes(t *testing.T) {
 			if !ok || fn.Body == nil {
 				continue
 			}
-			key := f.rel + " " + fn.Name.Name
-			longest[key] = codeLines(f.fset, fn.Body)
+			if n := codeLines(f.fset, fn.Body); n > 80 {
+				t.Errorf("%s: %s has %d lines of code; at most 80: give its steps names", f.rel, fn.Name.Name, n)
+			}
 			ast.Inspect(fn.Body, func(n ast.Node) bool {
 				if lit, ok := n.(*ast.FuncLit); ok {
-					k := key + " func literal"
-					longest[k] = max(longest[k], codeLines(f.fset, lit.Body))
+					if lines := codeLines(f.fset, lit.Body); lines > 80 {
+						t.Errorf("%s: a function literal in %s has %d lines of code; at most 80", f.rel, fn.Name.Name, lines)
+					}
 				}
 				return true
 			})
-		}
-	}
-	for key, lines := range longest {
-		limit, listed := long[key]
-		switch {
-		case !listed && lines > 80:
-			t.Errorf("%s has %d lines of code; at most 80: give its steps names", key, lines)
-		case listed && lines > limit:
-			t.Errorf("%s has %d lines of code; it is listed at %d and may only shrink", key, lines, limit)
-		case listed && lines <= 80:
-			t.Errorf("%s is down to %d lines of code: remove it from the list of long ones", key, lines)
-		}
-	}
-	for key, n := range long {
-		if _, ok := longest[key]; !ok {
-			t.Errorf("%s (listed at %d lines) is gone or renamed: remove it from the list", key, n)
 		}
 	}
 }
