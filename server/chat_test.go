@@ -10,12 +10,12 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sitetools/sitetools/internal/app"
+	"github.com/sitetools/sitetools/tools/toolstest"
 
 	"github.com/sitetools/sitetools/internal/config"
 
@@ -37,18 +37,13 @@ type chatEnv struct {
 	db   *postgres.DB
 	fake *llmtest.ChatServer
 
-	mu    sync.Mutex
-	spans map[string][2]time.Time // of the stand-ins' runs
-	// With barrier set, each stand-in run waits (up to 3s) for the other to start.
-	barrier     bool
-	arrived     atomic.Int64
-	bothArrived chan struct{}
+	stand *toolstest.StandIns
 }
 
 func newChatEnv(t *testing.T, env map[string]string, withProvider bool) *chatEnv {
 	t.Helper()
 	ce := &chatEnv{testEnv: &testEnv{logs: &testkit.Buffer{}, counter: &atomic.Int64{}}, db: pgtest.NewDB(t),
-		spans: map[string][2]time.Time{}, bothArrived: make(chan struct{})}
+		stand: toolstest.New()}
 	opts := app.Parts{
 		DB:     ce.db,
 		Logger: slog.New(slog.NewJSONHandler(ce.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -56,7 +51,12 @@ func newChatEnv(t *testing.T, env map[string]string, withProvider bool) *chatEnv
 			if err := registerTestTools(r, ce.counter); err != nil {
 				return err
 			}
-			return ce.registerStandIns(r)
+			for _, tool := range ce.stand.Tools() {
+				if err := r.Add(tool); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	}
 	if withProvider {
@@ -77,118 +77,29 @@ func newChatEnv(t *testing.T, env map[string]string, withProvider bool) *chatEnv
 	return ce
 }
 
-var standInPages = []map[string]any{
-	{"title": "Accessibility audits", "url": "https://site.example/services/accessibility/", "anchor": "what-we-test",
-		"snippet": "Manual and automated testing against **WCAG** 2.2 AA.", "score": 0.9},
-	{"title": "Pricing", "url": "https://site.example/pricing/", "snippet": "An **audit** costs from EUR 4,800.", "score": 0.4},
-}
-
-// registerStandIns adds search_site and get_free_slots with the real tools' names;
-// each run records its span and waits for the other, so that parallel runs overlap.
-func (ce *chatEnv) registerStandIns(r *tools.Registry) error {
-	run := func(name string) {
-		start := time.Now()
-		if ce.arrived.Add(1) == 2 {
-			close(ce.bothArrived)
-		}
-		if ce.barrier {
-			select {
-			case <-ce.bothArrived:
-			case <-time.After(3 * time.Second):
-			}
-		}
-		ce.mu.Lock()
-		ce.spans[name] = [2]time.Time{start, time.Now()}
-		ce.mu.Unlock()
-	}
-	for _, tool := range []tools.Tool{
-		{
-			Name: "search_site", Title: "Search this site", Description: "Search this website's pages.",
-			Capabilities: []tools.Capability{tools.CapabilitySiteSearch},
-			InputSchema:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","minLength":1,"maxLength":300},"limit":{"type":"integer","minimum":1,"maximum":20}},"required":["query"],"additionalProperties":false}`),
-			Annotations:  tools.Annotations{ReadOnly: true, Idempotent: true},
-			Handler: func(context.Context, json.RawMessage) (*tools.Result, error) {
-				run("search_site")
-				return tools.StructuredResult(map[string]any{"results": standInPages})
-			},
-		},
-		{
-			Name: "get_free_slots", Title: "Free appointment slots", Description: "Free appointment slots between two dates.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"from":{"type":"string"},"to":{"type":"string"}},"required":["from","to"],"additionalProperties":false}`),
-			Annotations: tools.Annotations{ReadOnly: true, Idempotent: true},
-			Handler: func(context.Context, json.RawMessage) (*tools.Result, error) {
-				run("get_free_slots")
-				return tools.StructuredResult(map[string]any{"slots": []map[string]string{{"start": "2026-03-02T09:00:00+01:00", "end": "2026-03-02T10:00:00+01:00"}}})
-			},
-		},
-	} {
-		if err := r.Add(tool); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-type sseEvent struct {
-	Name string
-	Data json.RawMessage
-}
+// sseEvent is one event of a chat stream.
+type sseEvent = testkit.Event
 
 // readEvents reads a stream to its end; every frame must be "event: …\ndata: …\n\n" or
 // a comment.
 func readEvents(t *testing.T, r io.Reader) []sseEvent {
 	t.Helper()
-	var out []sseEvent
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var ev sseEvent
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, ":"):
-		case strings.HasPrefix(line, "event: "):
-			ev.Name = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			ev.Data = json.RawMessage(strings.TrimPrefix(line, "data: "))
-			if !json.Valid(ev.Data) {
-				t.Fatalf("data is not JSON: %s", line)
-			}
-		case line == "":
-			if ev.Name != "" {
-				out = append(out, ev)
-			}
-			ev = sseEvent{}
-		default:
-			t.Fatalf("unexpected line %q", line)
-		}
+	events, err := testkit.NewEvents(r).Rest()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return events
 }
 
-func eventNames(events []sseEvent) []string {
-	var out []string
-	for _, e := range events {
-		if len(out) > 0 && e.Name == "message.delta" && out[len(out)-1] == "message.delta" {
-			continue
-		}
-		out = append(out, e.Name)
-	}
-	return out
-}
+func eventNames(events []sseEvent) []string { return testkit.EventNames(events) }
 
 func eventText(t *testing.T, events []sseEvent) string {
 	t.Helper()
-	var b strings.Builder
-	for _, e := range events {
-		if e.Name == "message.delta" {
-			var d struct{ Text string }
-			if err := json.Unmarshal(e.Data, &d); err != nil {
-				t.Fatal(err)
-			}
-			b.WriteString(d.Text)
-		}
+	text, err := testkit.AnswerText(events)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return b.String()
+	return text
 }
 
 func chatBody(consent bool, msgs ...string) string {
@@ -238,7 +149,7 @@ func (ce *chatEnv) turn(t *testing.T, msgs ...string) (*http.Response, []sseEven
 // channel; the answer streams; sources, usage, ledger and budget follow.
 func TestChatNativeParallel(t *testing.T) {
 	ce := newChatEnv(t, map[string]string{"LLM_DAILY_TOKEN_BUDGET": "1000000", "LLM_PRICE_PER_MTOK": "0.6"}, true)
-	ce.barrier = true
+	ce.stand.Barrier = true
 	ce.fake.Script(
 		llmtest.CallTools(
 			llmtest.ToolCallReply{Name: "search_site", Arguments: `{"query":"accessibility audit"}`},
@@ -279,9 +190,8 @@ func TestChatNativeParallel(t *testing.T) {
 	if len(calls) != 2 {
 		t.Errorf("calls %v", calls)
 	}
-	s, g := ce.spans["search_site"], ce.spans["get_free_slots"]
-	if s[0].IsZero() || g[0].IsZero() || !(s[0].Before(g[1]) && g[0].Before(s[1])) {
-		t.Errorf("the two calls did not both run in parallel: %v", ce.spans)
+	if !ce.stand.Overlapped() {
+		t.Errorf("the two calls did not both run in parallel")
 	}
 	if got := events[len(events)-2]; string(got.Data) != `{"items":[{"title":"Accessibility audits","url":"https://site.example/services/accessibility/","anchor":"what-we-test"}]}` {
 		t.Errorf("sources %s", got.Data)
@@ -319,8 +229,8 @@ func TestChatConsent(t *testing.T) {
 			t.Errorf("%s: status %d, code %s", body, resp.StatusCode, code)
 		}
 	}
-	if ce.fake.Calls() != 0 || ce.arrived.Load() != 0 {
-		t.Errorf("%d provider calls, %d tool runs", ce.fake.Calls(), ce.arrived.Load())
+	if ce.fake.Calls() != 0 || ce.stand.Runs() != 0 {
+		t.Errorf("%d provider calls, %d tool runs", ce.fake.Calls(), ce.stand.Runs())
 	}
 }
 

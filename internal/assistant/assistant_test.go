@@ -18,6 +18,7 @@ import (
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/llm/llmtest"
 	"github.com/sitetools/sitetools/tools"
+	"github.com/sitetools/sitetools/tools/toolstest"
 )
 
 // fixture is a registry of stand-in site tools, a fake provider and an assistant.
@@ -27,65 +28,19 @@ type fixture struct {
 	asst    *assistant.Assistant
 	counter atomic.Int64 // runs of the tool that changes state
 	// spans of search_site and get_free_slots runs, for overlap checks
-	mu    sync.Mutex
-	spans map[string][2]time.Time
-	// barrier makes search_site and get_free_slots wait for each other (up to 3s).
-	barrier     bool
-	arrived     atomic.Int64
-	bothArrived chan struct{}
-}
-
-var pages = []map[string]any{
-	{"title": "Accessibility audits", "url": "https://site.example/services/accessibility/", "anchor": "what-we-test",
-		"snippet": "We test against **WCAG** 2.2 AA.", "score": 0.9},
-	{"title": "Pricing", "url": "https://site.example/pricing/", "snippet": "An **audit** costs from EUR 4,800.", "score": 0.5},
+	stand *toolstest.StandIns
 }
 
 func newFixture(t *testing.T, opts assistant.Options, withProvider bool) *fixture {
 	t.Helper()
-	f := &fixture{reg: tools.NewRegistry(nil), spans: map[string][2]time.Time{}, bothArrived: make(chan struct{})}
-	wait := func(name string) {
-		start := time.Now()
-		if f.barrier {
-			if f.arrived.Add(1) == 2 {
-				close(f.bothArrived)
-			}
-			select {
-			case <-f.bothArrived:
-			case <-time.After(3 * time.Second):
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-		f.mu.Lock()
-		f.spans[name] = [2]time.Time{start, time.Now()}
-		f.mu.Unlock()
-	}
+	f := &fixture{reg: tools.NewRegistry(nil), stand: toolstest.New()}
 	for _, tool := range []tools.Tool{
-		{
-			Name: "search_site", Title: "Search this site", Description: "Search this website's pages.",
-			Capabilities: []tools.Capability{tools.CapabilitySiteSearch},
-			InputSchema:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","minLength":1,"maxLength":300},"limit":{"type":"integer","minimum":1,"maximum":20}},"required":["query"],"additionalProperties":false}`),
-			Annotations:  tools.Annotations{ReadOnly: true, Idempotent: true},
-			Handler: func(_ context.Context, args json.RawMessage) (*tools.Result, error) {
-				wait("search_site")
-				return tools.StructuredResult(map[string]any{"results": pages})
-			},
-		},
 		{
 			Name: "get_page", Description: "The text of one page.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"url":{"type":"string"}},"required":["url"]}`),
 			Annotations: tools.Annotations{ReadOnly: true},
 			Handler: func(context.Context, json.RawMessage) (*tools.Result, error) {
 				return tools.StructuredResult(map[string]any{"title": "Contact", "url": "https://site.example/contact/", "text": "Write to us.", "truncated": false})
-			},
-		},
-		{
-			Name: "get_free_slots", Description: "Free appointment slots.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"from":{"type":"string"},"to":{"type":"string"}},"required":["from","to"],"additionalProperties":false}`),
-			Annotations: tools.Annotations{ReadOnly: true},
-			Handler: func(context.Context, json.RawMessage) (*tools.Result, error) {
-				wait("get_free_slots")
-				return tools.StructuredResult(map[string]any{"slots": []map[string]string{{"start": "2026-03-02T09:00:00+01:00", "end": "2026-03-02T10:00:00+01:00"}}})
 			},
 		},
 		{
@@ -105,6 +60,9 @@ func newFixture(t *testing.T, opts assistant.Options, withProvider bool) *fixtur
 			},
 		},
 	} {
+		f.reg.MustAdd(tool)
+	}
+	for _, tool := range f.stand.Tools() {
 		f.reg.MustAdd(tool)
 	}
 	opts.Registry = f.reg
@@ -218,7 +176,7 @@ func call(name, args string) llmtest.ToolCallReply {
 // in one batch; both run, in parallel, and their results go back to the model.
 func TestNativeParallelBatch(t *testing.T) {
 	f := newFixture(t, assistant.Options{}, true)
-	f.barrier = true
+	f.stand.Barrier = true
 	f.fake.Script(
 		llmtest.CallTools(call("search_site", `{"query":"accessibility audit"}`), call("get_free_slots", `{"from":"2026-03-02","to":"2026-03-06"}`)),
 		llmtest.Say("Yes: see https://site.example/services/accessibility/ — the first free slot is Monday at 9."),
@@ -234,12 +192,8 @@ func TestNativeParallelBatch(t *testing.T) {
 			t.Errorf("result %+v", r)
 		}
 	}
-	s, g := f.spans["search_site"], f.spans["get_free_slots"]
-	if s[0].IsZero() || g[0].IsZero() {
-		t.Fatalf("a tool did not run: %v", f.spans)
-	}
-	if !(s[0].Before(g[1]) && g[0].Before(s[1])) {
-		t.Errorf("the calls did not overlap: search %v–%v, slots %v–%v", s[0], s[1], g[0], g[1])
+	if !f.stand.Overlapped() {
+		t.Errorf("search_site and get_free_slots did not both run at the same time")
 	}
 	reqs := f.fake.Requests()
 	if len(reqs) != 2 {
@@ -364,7 +318,7 @@ func TestJSONMode(t *testing.T) {
 			if len(cat) != 4 || cat[3]["name"] != "search_site" {
 				t.Errorf("catalog %v", cat)
 			}
-			_, ran := f.spans["search_site"]
+			_, ran := f.stand.Span("search_site")
 			if ran != tc.wantRan {
 				t.Errorf("search_site ran: %v", ran)
 			}

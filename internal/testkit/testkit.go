@@ -191,3 +191,14 @@ func MainWithBinary(m *testing.M, name string, binary *string, build func(dst st
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+// FreeAddr returns a loopback address with a port that was free a moment ago.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sitetools/sitetools/internal/llm/llmtest"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
+	"github.com/sitetools/sitetools/internal/testkit"
 )
 
 // TestChatProviderFaults: whatever the chat model does — fail inside its stream, drop
@@ -28,7 +29,7 @@ func TestChatProviderFaults(t *testing.T) {
 	fake := llmtest.NewChatServer(t)
 	vars := map[string]string{
 		"DATABASE_URL":          pgtest.NewURL(t),
-		"LISTEN_ADDR":           freeAddr(t),
+		"LISTEN_ADDR":           testkit.FreeAddr(t),
 		"ADMIN_LISTEN_ADDR":     "off",
 		"RATE_LIMIT_PER_MINUTE": "0",
 		"LLM_BASE_URL":          fake.BaseURL(),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sitetools/sitetools/internal/llm/llmtest"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
+	"github.com/sitetools/sitetools/internal/testkit"
 )
 
 // TestEmbeddingProviderFaults: with the embedding provider slow (10s per request) or
@@ -25,7 +26,7 @@ func TestEmbeddingProviderFaults(t *testing.T) {
 	provider := llmtest.NewServer(t, 64)
 	vars := map[string]string{
 		"DATABASE_URL":          pgtest.NewURL(t),
-		"LISTEN_ADDR":           freeAddr(t),
+		"LISTEN_ADDR":           testkit.FreeAddr(t),
 		"ADMIN_LISTEN_ADDR":     "off",
 		"RATE_LIMIT_PER_MINUTE": "0",
 		"EMBEDDINGS_PROVIDER":   "openai",

@@ -5,11 +5,9 @@
 package faults_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -56,17 +54,6 @@ func availabilityConfig() string {
 }
 
 const adminToken = "faults-admin-token-0123456789"
-
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // start runs the binary with args and vars (see testkit.Start).
 func start(t *testing.T, vars map[string]string, args ...string) *testkit.Proc {
@@ -223,15 +210,12 @@ type created struct {
 }
 
 // sseEvent is one server-sent event of POST /api/chat.
-type sseEvent struct {
-	Name string
-	Data json.RawMessage
-}
+type sseEvent = testkit.Event
 
 // chatStream is an open POST /api/chat response, read event by event.
 type chatStream struct {
-	resp *http.Response
-	r    *bufio.Reader
+	resp   *http.Response
+	events *testkit.Events
 }
 
 func chatBody(question string) map[string]any {
@@ -259,85 +243,28 @@ func openChat(ctx context.Context, client *http.Client, base, question string) (
 		resp.Body.Close()
 		return nil, fmt.Errorf("chat: status %d, %s: %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
-	return &chatStream{resp: resp, r: bufio.NewReader(resp.Body)}, nil
+	return &chatStream{resp: resp, events: testkit.NewEvents(resp.Body)}, nil
 }
 
 // next returns the next event; io.EOF when the stream ended cleanly.
-func (s *chatStream) next() (sseEvent, error) {
-	var ev sseEvent
-	for {
-		line, err := s.r.ReadString('\n')
-		if err != nil {
-			if errors.Is(err, io.EOF) && line == "" && ev.Name == "" {
-				return ev, io.EOF
-			}
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return ev, err
-		}
-		line = strings.TrimSuffix(line, "\n")
-		switch {
-		case strings.HasPrefix(line, ":"):
-		case strings.HasPrefix(line, "event: "):
-			ev.Name = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			ev.Data = json.RawMessage(strings.TrimPrefix(line, "data: "))
-			if !json.Valid(ev.Data) {
-				return ev, fmt.Errorf("event data is not JSON: %q", line)
-			}
-		case line == "":
-			if ev.Name != "" {
-				return ev, nil
-			}
-		default:
-			return ev, fmt.Errorf("unexpected line %q", line)
-		}
-	}
-}
+func (s *chatStream) next() (sseEvent, error) { return s.events.Next() }
 
 // rest reads the stream to its end and returns its events; err is nil only if the
 // server closed the stream cleanly.
 func (s *chatStream) rest() ([]sseEvent, error) {
 	defer s.resp.Body.Close()
-	var out []sseEvent
-	for {
-		ev, err := s.next()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return out, err
-		}
-		out = append(out, ev)
-	}
+	return s.events.Rest()
 }
 
 func (s *chatStream) close() { s.resp.Body.Close() }
 
 // text is the answer's text: the message.delta events joined.
 func text(events []sseEvent) string {
-	var b strings.Builder
-	for _, e := range events {
-		if e.Name == "message.delta" {
-			var d struct{ Text string }
-			_ = json.Unmarshal(e.Data, &d)
-			b.WriteString(d.Text)
-		}
-	}
-	return b.String()
+	t, _ := testkit.AnswerText(events)
+	return t
 }
 
-func names(events []sseEvent) []string {
-	var out []string
-	for _, e := range events {
-		if len(out) > 0 && e.Name == "message.delta" && out[len(out)-1] == "message.delta" {
-			continue
-		}
-		out = append(out, e.Name)
-	}
-	return out
-}
+func names(events []sseEvent) []string { return testkit.EventNames(events) }
 
 // refused reports whether a new TCP connection to addr is refused.
 func refused(addr string) bool {

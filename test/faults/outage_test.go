@@ -53,7 +53,7 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 	)
 	c := pgtest.NewCluster(t)
 	dbURL := c.URL
-	pub, adm := freeAddr(t), freeAddr(t)
+	pub, adm := testkit.FreeAddr(t), testkit.FreeAddr(t)
 	vars := map[string]string{
 		"DATABASE_URL":          dbURL,
 		"LISTEN_ADDR":           pub,

@@ -44,7 +44,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	chatModel.SetFallback(func(int, llmtest.ChatRequest) llmtest.ChatReply { return slowAnswer })
 
 	dbURL := pgtest.NewURL(t)
-	pub, adm := freeAddr(t), freeAddr(t)
+	pub, adm := testkit.FreeAddr(t), testkit.FreeAddr(t)
 	vars := map[string]string{
 		"DATABASE_URL":          dbURL,
 		"LISTEN_ADDR":           pub,

@@ -90,53 +90,39 @@ func (s *Server) Requests() []int {
 
 // SetDelay makes every request wait d before it is answered, or until the client gives up.
 func (s *Server) SetDelay(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.delay = d
+	s.locked(func() { s.delay = d })
 }
 
 // SetFail makes every request fail with status until SetFail(0).
 func (s *Server) SetFail(status int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failStatus = status
+	s.locked(func() { s.failStatus = status })
 }
 
 // SetFailFirst makes the next n requests fail with status.
 func (s *Server) SetFailFirst(n, status int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failFirst, s.failFirstStatus = n, status
+	s.locked(func() { s.failFirst, s.failFirstStatus = n, status })
 }
 
 // SetRetryAfter makes failures with 429 or 503 carry Retry-After (in whole seconds,
 // rounded up) and OpenAI's retry-after-ms (exact), as OpenAI does. Zero removes them.
 func (s *Server) SetRetryAfter(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.retryAfter = d
+	s.locked(func() { s.retryAfter = d })
 }
 
 // SetIgnoreDimensions makes the server answer with its own dimension whatever a request
 // asks for, like a model that does not support the dimensions parameter.
 func (s *Server) SetIgnoreDimensions(ignore bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.ignoreDimensions = ignore
+	s.locked(func() { s.ignoreDimensions = ignore })
 }
 
 // SetOmitUsage makes answers report no usage, as some local servers do.
 func (s *Server) SetOmitUsage(omit bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.omitUsage = omit
+	s.locked(func() { s.omitUsage = omit })
 }
 
 // SetAPIKey makes the server require "Authorization: Bearer key"; empty requires nothing.
 func (s *Server) SetAPIKey(key string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.apiKey = key
+	s.locked(func() { s.apiKey = key })
 }
 
 // gate counts every request and applies the authentication, delay and failure knobs
@@ -302,9 +288,14 @@ func countInputs(body []byte) int {
 }
 
 func (s *Server) logRequest(inputs int) {
+	s.locked(func() { s.requests = append(s.requests, inputs) })
+}
+
+// locked runs f with the server's settings locked.
+func (s *Server) locked(f func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests = append(s.requests, inputs)
+	f()
 }
 
 // embedder returns the embedder for a requested dimension (0: the server's own).

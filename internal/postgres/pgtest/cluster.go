@@ -8,10 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sitetools/sitetools/internal/testkit"
 )
 
 // Cluster is a PostgreSQL server of one test's own, which the test can stop and start
@@ -26,19 +27,14 @@ type Cluster struct {
 // deploy/dev/postgres.sh (which installs PostgreSQL and pgvector where missing).
 func NewCluster(t testing.TB) *Cluster {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	_, port, _ := net.SplitHostPort(testkit.FreeAddr(t))
 	var vars []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "TEST_DATABASE_URL=") { // the script would use it instead
 			vars = append(vars, kv)
 		}
 	}
-	c := &Cluster{t: t, env: append(vars, "PGWORK="+t.TempDir(), "PGPORT="+strconv.Itoa(port))}
+	c := &Cluster{t: t, env: append(vars, "PGWORK="+t.TempDir(), "PGPORT="+port)}
 	c.URL = c.run("start")
 	t.Cleanup(func() { c.run("stop") })
 	return c
