@@ -76,11 +76,9 @@ type service struct {
 	addr   string
 }
 
-func startService(ctx context.Context, dbURL, label string) (*service, error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return nil, fmt.Errorf("startService: %w", err)
-	}
+// inProcessConfig is the configuration of the service the bench runs in its own
+// process: the database at dbURL, no admin listener, no rate limit, the example schedule.
+func inProcessConfig(root, dbURL string) (config.Config, error) {
 	env := map[string]string{
 		"DATABASE_URL":          dbURL,
 		"LISTEN_ADDR":           "127.0.0.1:0",
@@ -88,7 +86,15 @@ func startService(ctx context.Context, dbURL, label string) (*service, error) {
 		"RATE_LIMIT_PER_MINUTE": "0",
 		"AVAILABILITY_CONFIG":   filepath.Join(root, slotsSchedule),
 	}
-	cfg, err := config.Load(func(k string) string { return env[k] })
+	return config.Load(func(k string) string { return env[k] })
+}
+
+func startService(ctx context.Context, dbURL, label string) (*service, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, fmt.Errorf("startService: %w", err)
+	}
+	cfg, err := inProcessConfig(root, dbURL)
 	if err != nil {
 		return nil, fmt.Errorf("startService: %w", err)
 	}

@@ -85,14 +85,7 @@ func startSlots(ctx context.Context, adminURL string) (*slotsParts, error) {
 	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
 		return nil, err
 	}
-	env := map[string]string{
-		"DATABASE_URL":          dbURL,
-		"LISTEN_ADDR":           "127.0.0.1:0",
-		"ADMIN_LISTEN_ADDR":     "off",
-		"RATE_LIMIT_PER_MINUTE": "0",
-		"AVAILABILITY_CONFIG":   filepath.Join(root, slotsSchedule),
-	}
-	cfg, err := config.Load(func(k string) string { return env[k] })
+	cfg, err := inProcessConfig(root, dbURL)
 	if err != nil {
 		return nil, err
 	}

@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -27,7 +25,6 @@ import (
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
 	"github.com/sitetools/sitetools/internal/testkit"
-	"github.com/sitetools/sitetools/tools"
 )
 
 // chatEnv is the service with the test tools, stand-ins for search_site and
@@ -44,36 +41,16 @@ func newChatEnv(t *testing.T, env map[string]string, withProvider bool) *chatEnv
 	t.Helper()
 	ce := &chatEnv{testEnv: &testEnv{logs: &testkit.Buffer{}, counter: &atomic.Int64{}}, db: pgtest.NewDB(t),
 		stand: toolstest.New()}
-	opts := app.Parts{
-		DB:     ce.db,
-		Logger: slog.New(slog.NewJSONHandler(ce.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Register: func(r *tools.Registry) error {
-			if err := registerTestTools(r, ce.counter); err != nil {
-				return err
-			}
-			for _, tool := range ce.stand.Tools() {
-				if err := r.Add(tool); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-	}
+	parts := app.Parts{DB: ce.db}
 	if withProvider {
 		ce.fake = llmtest.NewChatServer(t)
 		chat, err := llm.NewChat(llm.ChatOptions{BaseURL: ce.fake.BaseURL(), Model: "fake-model", MaxRetries: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts.ChatProvider = chat
+		parts.ChatProvider = chat
 	}
-	app, err := app.Wire(testConfig(t, "postgres://unused", env), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ce.app = app
-	ce.srv = httptest.NewServer(app.Handler())
-	t.Cleanup(ce.srv.Close)
+	ce.serve(t, testConfig(t, "postgres://unused", env), parts, ce.stand.Tools()...)
 	return ce
 }
 

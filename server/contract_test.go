@@ -466,16 +466,8 @@ func TestContract(t *testing.T) {
 		{name: "patch", method: "PATCH", path: "/api/chat/tools", status: 405, code: "method_not_allowed"},
 		{name: "delete", method: "DELETE", path: "/api/chat/tools", status: 405, code: "method_not_allowed"},
 		{name: "options without preflight", method: "OPTIONS", path: "/api/chat/tools", status: 405, code: "method_not_allowed"},
-		{name: "preflight from an allowed origin", method: "OPTIONS", path: "/api/chat/tools",
-			header: with(nil, "Origin", siteOrigin, "Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "content-type,idempotency-key"),
-			status: 204,
-			check: func(t *testing.T, res *http.Response, body []byte) {
-				hasHeader("Access-Control-Allow-Origin", siteOrigin)(t, res, body)
-				hasHeader("Access-Control-Allow-Methods", "POST")(t, res, body)
-			}},
-		{name: "preflight from a disallowed origin", method: "OPTIONS", path: "/api/chat/tools",
-			header: with(nil, "Origin", evilOrigin, "Access-Control-Request-Method", "POST"),
-			status: 204, check: hasHeader("Access-Control-Allow-Origin", "")},
+		preflight("", "/api/chat/tools", siteOrigin, "content-type,idempotency-key", ""),
+		refusedPreflight("", "/api/chat/tools"),
 
 		// The site chat, retrieval-only (no model): the stream's events are checked
 		// against the spec's ChatEvent one by one.
@@ -591,17 +583,8 @@ func TestContract(t *testing.T) {
 				}
 			}},
 		{name: "chat options without preflight", method: "OPTIONS", path: "/api/chat", status: 405, code: "method_not_allowed", check: allowPost},
-		{name: "chat preflight from an allowed origin", method: "OPTIONS", path: "/api/chat",
-			header: with(nil, "Origin", partnerOrigin, "Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "content-type"),
-			status: 204,
-			check: func(t *testing.T, res *http.Response, body []byte) {
-				hasHeader("Access-Control-Allow-Origin", partnerOrigin)(t, res, body)
-				hasHeader("Access-Control-Allow-Methods", "POST")(t, res, body)
-				hasHeader("Access-Control-Allow-Headers", "content-type")(t, res, body)
-			}},
-		{name: "chat preflight from a disallowed origin", method: "OPTIONS", path: "/api/chat",
-			header: with(nil, "Origin", evilOrigin, "Access-Control-Request-Method", "POST"),
-			status: 204, check: hasHeader("Access-Control-Allow-Origin", "")},
+		preflight("chat ", "/api/chat", partnerOrigin, "content-type", "content-type"),
+		refusedPreflight("chat ", "/api/chat"),
 
 		// Remote MCP: the SDK's answers are checked as they are, plain text included.
 		{name: "mcp initialize", method: "POST", path: "/mcp", header: mcpHeader,
@@ -753,17 +736,8 @@ func TestContract(t *testing.T) {
 		{name: "mcp put", method: "PUT", path: "/mcp", status: 405, code: "method_not_allowed", check: hasHeader("Allow", "POST")},
 		{name: "mcp patch", method: "PATCH", path: "/mcp", status: 405, code: "method_not_allowed", check: hasHeader("Allow", "POST")},
 		{name: "mcp options without preflight", method: "OPTIONS", path: "/mcp", status: 405, code: "method_not_allowed", check: hasHeader("Allow", "POST")},
-		{name: "mcp preflight from an allowed origin", method: "OPTIONS", path: "/mcp",
-			header: with(nil, "Origin", partnerOrigin, "Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "content-type,idempotency-key,mcp-protocol-version"),
-			status: 204,
-			check: func(t *testing.T, res *http.Response, body []byte) {
-				hasHeader("Access-Control-Allow-Origin", partnerOrigin)(t, res, body)
-				hasHeader("Access-Control-Allow-Methods", "POST")(t, res, body)
-				hasHeader("Access-Control-Allow-Headers", "content-type,idempotency-key,mcp-protocol-version")(t, res, body)
-			}},
-		{name: "mcp preflight from a disallowed origin", method: "OPTIONS", path: "/mcp",
-			header: with(nil, "Origin", evilOrigin, "Access-Control-Request-Method", "POST"),
-			status: 204, check: hasHeader("Access-Control-Allow-Origin", "")},
+		preflight("mcp ", "/mcp", partnerOrigin, "content-type,idempotency-key,mcp-protocol-version", "content-type,idempotency-key,mcp-protocol-version"),
+		refusedPreflight("mcp ", "/mcp"),
 	}
 
 	cases = append(cases, staticFileCases(t)...)
@@ -782,6 +756,30 @@ func TestContract(t *testing.T) {
 
 // runCases runs every case as a subtest against its server (main by default) and
 // returns which statuses each operation of the spec produced.
+// preflight is a CORS preflight of POST path from origin, asking for the request headers
+// asked; the answer allows origin and POST, and allowed as its allowed headers ("": not
+// checked).
+func preflight(prefix, path, origin, asked, allowed string) contractCase {
+	return contractCase{name: prefix + "preflight from an allowed origin", method: "OPTIONS", path: path,
+		header: with(nil, "Origin", origin, "Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", asked),
+		status: 204,
+		check: func(t *testing.T, res *http.Response, body []byte) {
+			hasHeader("Access-Control-Allow-Origin", origin)(t, res, body)
+			hasHeader("Access-Control-Allow-Methods", "POST")(t, res, body)
+			if allowed != "" {
+				hasHeader("Access-Control-Allow-Headers", allowed)(t, res, body)
+			}
+		}}
+}
+
+// refusedPreflight is a CORS preflight of POST path from an origin that is not allowed:
+// the answer allows no origin.
+func refusedPreflight(prefix, path string) contractCase {
+	return contractCase{name: prefix + "preflight from a disallowed origin", method: "OPTIONS", path: path,
+		header: with(nil, "Origin", evilOrigin, "Access-Control-Request-Method", "POST"),
+		status: 204, check: hasHeader("Access-Control-Allow-Origin", "")}
+}
+
 func runCases(t *testing.T, router routers.Router, mainSrv *httptest.Server, cases []contractCase) map[opKey]map[int]bool {
 	covered := map[opKey]map[int]bool{}
 	for _, tc := range cases {

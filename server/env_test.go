@@ -58,18 +58,33 @@ func newEnv(t testing.TB, env map[string]string) *testEnv {
 func newEnvWithDB(t testing.TB, db *postgres.DB, dbURL string, env map[string]string) *testEnv {
 	t.Helper()
 	te := &testEnv{logs: &testkit.Buffer{}, counter: &atomic.Int64{}}
-	app, err := app.Wire(testConfig(t, dbURL, env), app.Parts{
-		DB:       db,
-		Logger:   slog.New(slog.NewJSONHandler(te.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Register: func(r *tools.Registry) error { return registerTestTools(r, te.counter) },
-	})
+	te.serve(t, testConfig(t, dbURL, env), app.Parts{DB: db})
+	return te
+}
+
+// serve wires the service from cfg and parts, with the test tools and more, a debug log
+// into te.logs, and serves it over real HTTP until the test ends.
+func (te *testEnv) serve(t testing.TB, cfg config.Config, parts app.Parts, more ...tools.Tool) {
+	t.Helper()
+	parts.Logger = slog.New(slog.NewJSONHandler(te.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	parts.Register = func(r *tools.Registry) error {
+		if err := registerTestTools(r, te.counter); err != nil {
+			return err
+		}
+		for _, tool := range more {
+			if err := r.Add(tool); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	a, err := app.Wire(cfg, parts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	te.app = app
-	te.srv = httptest.NewServer(app.Handler())
+	te.app = a
+	te.srv = httptest.NewServer(a.Handler())
 	t.Cleanup(te.srv.Close)
-	return te
 }
 
 // registerTestTools adds tools that exercise every path of a call; "counter.add" is the

@@ -109,18 +109,12 @@ func NewChat(opts ChatOptions) (*Chat, error) {
 		return nil, fmt.Errorf("llm.NewChat: base URL must be an absolute http(s) URL such as %q, got %q",
 			DefaultOpenAIBaseURL, opts.BaseURL)
 	}
-	c := &Chat{model: opts.Model, maxRetries: opts.MaxRetries, log: opts.Logger}
-	switch {
-	case c.maxRetries == 0:
-		c.maxRetries = 1
-	case c.maxRetries < 0:
-		c.maxRetries = 0
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
-	}
-	c.client = newClient(opts.APIKey, opts.BaseURL, opts.HTTPClient)
-	return c, nil
+	return &Chat{
+		model:      opts.Model,
+		maxRetries: retries(opts.MaxRetries, 1),
+		log:        orDiscard(opts.Logger),
+		client:     newClient(opts.APIKey, opts.BaseURL, opts.HTTPClient),
+	}, nil
 }
 
 // Model returns the configured model name.

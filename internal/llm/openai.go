@@ -110,23 +110,33 @@ func NewOpenAI(opts OpenAIOptions) (*OpenAI, error) {
 		model:      opts.Model,
 		dims:       opts.Dimensions,
 		timeout:    cmpOr(opts.Timeout, DefaultTimeout),
-		maxRetries: opts.MaxRetries,
+		maxRetries: retries(opts.MaxRetries, DefaultMaxRetries),
 		batchSize:  cmpOr(opts.BatchSize, DefaultBatchSize),
 		base:       cmpOr(opts.BaseBackoff, defaultBaseBackoff),
 		max:        cmpOr(opts.MaxBackoff, defaultMaxBackoff),
-		log:        opts.Logger,
+		log:        orDiscard(opts.Logger),
+		client:     newClient(opts.APIKey, opts.BaseURL, opts.HTTPClient),
 	}
-	switch {
-	case o.maxRetries == 0:
-		o.maxRetries = DefaultMaxRetries
-	case o.maxRetries < 0:
-		o.maxRetries = 0
-	}
-	if o.log == nil {
-		o.log = slog.New(slog.DiscardHandler)
-	}
-	o.client = newClient(opts.APIKey, opts.BaseURL, opts.HTTPClient)
 	return o, nil
+}
+
+// retries is the retry count of an option: 0 means def, a negative count none.
+func retries(n, def int) int {
+	switch {
+	case n == 0:
+		return def
+	case n < 0:
+		return 0
+	}
+	return n
+}
+
+// orDiscard is log, or a logger that discards everything.
+func orDiscard(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return log
 }
 
 // newClient returns a go-openai client for an OpenAI-compatible API whose HTTP client

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sitetools/sitetools/internal/llm/llmtest"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
+	"github.com/sitetools/sitetools/internal/testkit"
 )
 
 // TestReplicasShareOneBudget: two sitetools processes on one database, driven at once
@@ -41,7 +42,7 @@ func TestReplicasShareOneBudget(t *testing.T) {
 		"EMBEDDINGS_DAILY_TOKEN_BUDGET": strconv.Itoa(budget),
 	}
 	// Ingest embeds the pages: billed by the provider, but not from the query budget.
-	runCmd(t, vars, "ingest", "--dir", filepath.Join(repoRoot(), "deploy", "demo", "site"), "--base-url", "https://example.com")
+	testkit.Run(t, binary, vars, "ingest", "--dir", filepath.Join(repoRoot(), "deploy", "demo", "site"), "--base-url", "https://example.com")
 	ingested := provider.Tokens()
 	if ingested == 0 {
 		t.Fatal("ingest made no embedding call")
@@ -164,8 +165,8 @@ func startReplicas(t *testing.T, vars map[string]string, n int) []*http.Client {
 		for k, val := range vars {
 			v[k] = val
 		}
-		p := start(t, v, "serve")
-		c := unixClient(sock)
+		p := testkit.Start(t, binary, v, "serve")
+		c := testkit.UnixClient(sock)
 		waitReady(t, p, c)
 		clients = append(clients, c)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
+	"github.com/sitetools/sitetools/internal/testkit"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files of TestPublishedCatalog")
@@ -28,9 +29,9 @@ func TestPublishedCatalog(t *testing.T) {
 		"ADMIN_LISTEN_ADDR":   "off",
 		"AVAILABILITY_CONFIG": filepath.Join(repoRoot(), "deploy", "availability.example.yaml"),
 	}
-	runCmd(t, vars, "migrate")
-	p := start(t, vars, "serve")
-	c := unixClient(sock)
+	testkit.Run(t, binary, vars, "migrate")
+	p := testkit.Start(t, binary, vars, "serve")
+	c := testkit.UnixClient(sock)
 	waitReady(t, p, c)
 
 	get := func(req *http.Request) ([]byte, http.Header) {

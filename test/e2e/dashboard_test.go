@@ -18,6 +18,7 @@ import (
 
 	"github.com/sitetools/sitetools/internal/llm/llmtest"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
+	"github.com/sitetools/sitetools/internal/testkit"
 )
 
 // TestDashboardMetricsAreLive runs the binary through a scripted session (searches past
@@ -47,9 +48,9 @@ func TestDashboardMetricsAreLive(t *testing.T) {
 		"LLM_DAILY_TOKEN_BUDGET":        "100000",
 		"LLM_PRICE_PER_MTOK":            "5",
 	}
-	runCmd(t, vars, "ingest", "--dir", filepath.Join(repoRoot(), "deploy", "demo", "site"), "--base-url", "https://example.com")
-	p := start(t, vars, "serve")
-	public := unixClient(filepath.Join(dir, "public.sock"))
+	testkit.Run(t, binary, vars, "ingest", "--dir", filepath.Join(repoRoot(), "deploy", "demo", "site"), "--base-url", "https://example.com")
+	p := testkit.Start(t, binary, vars, "serve")
+	public := testkit.UnixClient(filepath.Join(dir, "public.sock"))
 	waitReady(t, p, public)
 
 	degraded, limited := dashboardSession(t, public)
@@ -192,7 +193,7 @@ func scrape(t *testing.T, sock, token string) map[string]*dto.MetricFamily {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, "http://sitetools/metrics", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := unixClient(sock).Do(req)
+	resp, err := testkit.UnixClient(sock).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/sitetools/sitetools/internal/testkit"
 )
 
 // TestDockerfileBuild: the binary every test here runs was built by the Dockerfile's
@@ -62,7 +64,7 @@ func TestDockerfileBuild(t *testing.T) {
 	if settings["CGO_ENABLED"] != "0" || settings["-trimpath"] != "true" {
 		t.Errorf("build settings CGO_ENABLED=%q -trimpath=%q, want 0 and true", settings["CGO_ENABLED"], settings["-trimpath"])
 	}
-	if got := runCmd(t, nil, "version"); strings.TrimSpace(got) != "sitetools "+buildVersion {
+	if got := testkit.Run(t, binary, nil, "version"); strings.TrimSpace(got) != "sitetools "+buildVersion {
 		t.Errorf("sitetools version printed %q, want the build argument %q", got, buildVersion)
 	}
 }

@@ -77,20 +77,6 @@ func buildLikeDockerfile(dst string) error {
 	return nil
 }
 
-// start runs the binary with args and vars (see testkit.Start).
-func start(t *testing.T, vars map[string]string, args ...string) *testkit.Proc {
-	t.Helper()
-	return testkit.Start(t, binary, vars, args...)
-}
-
-// runCmd runs the binary to completion and returns its output.
-func runCmd(t *testing.T, vars map[string]string, args ...string) string {
-	t.Helper()
-	return testkit.Run(t, binary, vars, args...)
-}
-
-func unixClient(path string) *http.Client { return testkit.UnixClient(path) }
-
 // waitReady polls /readyz through c until it answers 200, failing if the process exits
 // first.
 func waitReady(t *testing.T, p *testkit.Proc, c *http.Client) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
+	"github.com/sitetools/sitetools/internal/testkit"
 )
 
 // TestUnixSocket: with LISTEN_ADDR=unix:/path, sitetools serves on a socket only its
@@ -24,11 +25,11 @@ func TestUnixSocket(t *testing.T) {
 		"LISTEN_ADDR":       "unix:" + sock,
 		"ADMIN_LISTEN_ADDR": "off",
 	}
-	client := unixClient(sock)
+	client := testkit.UnixClient(sock)
 
 	leaveStaleSocket(t, vars, client, sock)
 
-	p := start(t, vars, "serve")
+	p := testkit.Start(t, binary, vars, "serve")
 	waitReady(t, p, client)
 	fi, err := os.Lstat(sock)
 	if err != nil {
@@ -41,7 +42,7 @@ func TestUnixSocket(t *testing.T) {
 	t.Run("requests", func(t *testing.T) { checkSocketRequests(t, client) })
 
 	t.Run("socket in use", func(t *testing.T) {
-		intruder := start(t, vars, "serve")
+		intruder := testkit.Start(t, binary, vars, "serve")
 		if err := intruder.Wait(t, 30*time.Second); err == nil {
 			t.Fatal("a second process started on a socket in use")
 		}
@@ -68,7 +69,7 @@ func TestUnixSocket(t *testing.T) {
 // leaves its socket file behind, accepting no connection.
 func leaveStaleSocket(t *testing.T, vars map[string]string, client *http.Client, sock string) {
 	t.Helper()
-	first := start(t, vars, "serve")
+	first := testkit.Start(t, binary, vars, "serve")
 	waitReady(t, first, client)
 	if err := first.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/sitetools/sitetools/internal/llm/llmtest"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
-	"github.com/sitetools/sitetools/internal/testkit"
 )
 
 // TestChatProviderFaults: whatever the chat model does — fail inside its stream, drop
@@ -27,15 +26,11 @@ func TestChatProviderFaults(t *testing.T) {
 		slack      = 3 * time.Second
 	)
 	fake := llmtest.NewChatServer(t)
-	vars := map[string]string{
-		"DATABASE_URL":          pgtest.NewURL(t),
-		"LISTEN_ADDR":           testkit.FreeAddr(t),
-		"ADMIN_LISTEN_ADDR":     "off",
-		"RATE_LIMIT_PER_MINUTE": "0",
-		"LLM_BASE_URL":          fake.BaseURL(),
-		"LLM_MODEL":             "fake-model",
-		"LLM_TIMEOUT":           llmTimeout.String(),
-	}
+	vars := serviceVars(t, pgtest.NewURL(t), false, map[string]string{
+		"LLM_BASE_URL": fake.BaseURL(),
+		"LLM_MODEL":    "fake-model",
+		"LLM_TIMEOUT":  llmTimeout.String(),
+	})
 	ingestDemo(t, vars)
 	serveBinary(t, vars)
 	base := "http://" + vars["LISTEN_ADDR"]

@@ -10,7 +10,6 @@ import (
 
 	"github.com/sitetools/sitetools/internal/llm/llmtest"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
-	"github.com/sitetools/sitetools/internal/testkit"
 )
 
 // TestEmbeddingProviderFaults: with the embedding provider slow (10s per request) or
@@ -24,17 +23,8 @@ func TestEmbeddingProviderFaults(t *testing.T) {
 		workers = 4               // concurrent searches per fault
 	)
 	provider := llmtest.NewServer(t, 64)
-	vars := map[string]string{
-		"DATABASE_URL":          pgtest.NewURL(t),
-		"LISTEN_ADDR":           testkit.FreeAddr(t),
-		"ADMIN_LISTEN_ADDR":     "off",
-		"RATE_LIMIT_PER_MINUTE": "0",
-		"EMBEDDINGS_PROVIDER":   "openai",
-		"EMBEDDINGS_BASE_URL":   provider.BaseURL(),
-		"EMBEDDINGS_MODEL":      "fake-embedding",
-		"EMBEDDINGS_DIMENSIONS": "64",
-		"EMBEDDINGS_TIMEOUT":    timeout.String(),
-	}
+	vars := serviceVars(t, pgtest.NewURL(t), false, embeddingVars(provider),
+		map[string]string{"EMBEDDINGS_TIMEOUT": timeout.String()})
 	ingestDemo(t, vars)
 	serveBinary(t, vars)
 	base := "http://" + vars["LISTEN_ADDR"]

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -20,7 +21,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/llm/llmtest"
 	"github.com/sitetools/sitetools/internal/testkit"
+	"github.com/sitetools/sitetools/tools/appointments"
 )
 
 // binary is the sitetools binary: SITETOOLS_BIN, or built once by TestMain.
@@ -55,28 +58,49 @@ func availabilityConfig() string {
 
 const adminToken = "faults-admin-token-0123456789"
 
-// start runs the binary with args and vars (see testkit.Start).
-func start(t *testing.T, vars map[string]string, args ...string) *testkit.Proc {
+// serviceVars is the environment of a `sitetools serve` with its public listener on a
+// free loopback port, no rate limit and the database at dbURL. With admin, its admin
+// listener is on a port of its own and it serves the example schedule; without, it has
+// no admin listener. The maps in more are added last.
+func serviceVars(t *testing.T, dbURL string, admin bool, more ...map[string]string) map[string]string {
 	t.Helper()
-	return testkit.Start(t, binary, vars, args...)
+	vars := map[string]string{
+		"DATABASE_URL":          dbURL,
+		"LISTEN_ADDR":           testkit.FreeAddr(t),
+		"ADMIN_LISTEN_ADDR":     "off",
+		"RATE_LIMIT_PER_MINUTE": "0",
+	}
+	if admin {
+		vars["ADMIN_LISTEN_ADDR"] = testkit.FreeAddr(t)
+		vars["ADMIN_TOKEN"] = adminToken
+		vars["AVAILABILITY_CONFIG"] = availabilityConfig()
+	}
+	for _, m := range more {
+		maps.Copy(vars, m)
+	}
+	return vars
 }
 
-// runCmd runs the binary to completion and returns its output.
-func runCmd(t *testing.T, vars map[string]string, args ...string) string {
-	t.Helper()
-	return testkit.Run(t, binary, vars, args...)
+// embeddingVars points the service at the fake embedding provider p, at 64 dimensions.
+func embeddingVars(p *llmtest.Server) map[string]string {
+	return map[string]string{
+		"EMBEDDINGS_PROVIDER":   "openai",
+		"EMBEDDINGS_BASE_URL":   p.BaseURL(),
+		"EMBEDDINGS_MODEL":      "fake-embedding",
+		"EMBEDDINGS_DIMENSIONS": "64",
+	}
 }
 
 // ingestDemo indexes the demo site into the database of vars.
 func ingestDemo(t *testing.T, vars map[string]string) {
 	t.Helper()
-	runCmd(t, vars, "ingest", "--dir", demoSite(), "--base-url", "https://site.example")
+	testkit.Run(t, binary, vars, "ingest", "--dir", demoSite(), "--base-url", "https://site.example")
 }
 
 // serveBinary starts `sitetools serve` with vars and waits until it is ready.
 func serveBinary(t *testing.T, vars map[string]string) *testkit.Proc {
 	t.Helper()
-	p := start(t, vars, "serve")
+	p := testkit.Start(t, binary, vars, "serve")
 	client := &http.Client{Timeout: 2 * time.Second}
 	defer client.CloseIdleConnections()
 	testkit.WaitReady(t, client, "http://"+vars["LISTEN_ADDR"]+"/readyz", p.Alive)
@@ -172,13 +196,7 @@ func (r reply) String() string {
 }
 
 // booking is what POST /admin/bookings takes.
-type booking struct {
-	Start    time.Time `json:"start"`
-	End      time.Time `json:"end"`
-	Title    string    `json:"title"`
-	Attendee string    `json:"attendee"`
-	Notes    string    `json:"notes"`
-}
+type booking = appointments.NewBooking
 
 func newBooking(n int) booking {
 	start := time.Now().UTC().Truncate(time.Hour).AddDate(0, 0, 90).Add(time.Duration(n) * time.Hour)

@@ -53,19 +53,13 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 	)
 	c := pgtest.NewCluster(t)
 	dbURL := c.URL
-	pub, adm := testkit.FreeAddr(t), testkit.FreeAddr(t)
-	vars := map[string]string{
-		"DATABASE_URL":          dbURL,
-		"LISTEN_ADDR":           pub,
-		"ADMIN_LISTEN_ADDR":     adm,
-		"ADMIN_TOKEN":           adminToken,
-		"RATE_LIMIT_PER_MINUTE": "0",
-		"TOOL_TIMEOUT":          toolTimeout.String(),
-		"SHUTDOWN_TIMEOUT":      "5s",
-		"AVAILABILITY_CONFIG":   availabilityConfig(),
-		"LOG_LEVEL":             "warn",
-	}
-	runCmd(t, vars, "migrate")
+	vars := serviceVars(t, dbURL, true, map[string]string{
+		"TOOL_TIMEOUT":     toolTimeout.String(),
+		"SHUTDOWN_TIMEOUT": "5s",
+		"LOG_LEVEL":        "warn",
+	})
+	pub, adm := vars["LISTEN_ADDR"], vars["ADMIN_LISTEN_ADDR"]
+	testkit.Run(t, binary, vars, "migrate")
 	ingestDemo(t, vars)
 
 	serveInProcess(t, vars)

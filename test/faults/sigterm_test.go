@@ -44,25 +44,15 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	chatModel.SetFallback(func(int, llmtest.ChatRequest) llmtest.ChatReply { return slowAnswer })
 
 	dbURL := pgtest.NewURL(t)
-	pub, adm := testkit.FreeAddr(t), testkit.FreeAddr(t)
-	vars := map[string]string{
-		"DATABASE_URL":          dbURL,
-		"LISTEN_ADDR":           pub,
-		"ADMIN_LISTEN_ADDR":     adm,
-		"ADMIN_TOKEN":           adminToken,
-		"RATE_LIMIT_PER_MINUTE": "0",
-		"AVAILABILITY_CONFIG":   availabilityConfig(),
-		"EMBEDDINGS_PROVIDER":   "openai",
-		"EMBEDDINGS_BASE_URL":   embed.BaseURL(),
-		"EMBEDDINGS_MODEL":      "fake-embedding",
-		"EMBEDDINGS_DIMENSIONS": "64",
-		"EMBEDDINGS_TIMEOUT":    "10s",
-		"LLM_BASE_URL":          chatModel.BaseURL(),
-		"LLM_MODEL":             "fake-model",
-		"LLM_TIMEOUT":           "30s",
-		"TOOL_TIMEOUT":          "20s",
-		"SHUTDOWN_TIMEOUT":      shutdownTimeout.String(),
-	}
+	vars := serviceVars(t, dbURL, true, embeddingVars(embed), map[string]string{
+		"EMBEDDINGS_TIMEOUT": "10s",
+		"LLM_BASE_URL":       chatModel.BaseURL(),
+		"LLM_MODEL":          "fake-model",
+		"LLM_TIMEOUT":        "30s",
+		"TOOL_TIMEOUT":       "20s",
+		"SHUTDOWN_TIMEOUT":   shutdownTimeout.String(),
+	})
+	pub, adm := vars["LISTEN_ADDR"], vars["ADMIN_LISTEN_ADDR"]
 	ingestDemo(t, vars)
 	p := serveBinary(t, vars)
 	r := newSigtermRun(t, dbURL, pub, adm)

@@ -15,6 +15,7 @@ import { promisify } from 'node:util';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { chromium } from 'playwright-core';
 
 export const run = promisify(execFile);
 export const webDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -33,6 +34,23 @@ export const CHROMIUM_FLAGS = [
   '--disable-sync',
 ];
 export const LOCAL_TOOLS = ['open_page', 'prefill_contact_form', 'resume_conversation', 'save_conversation'];
+export const DEMO_SITE = path.join(repo, 'deploy/demo/site');
+export const DESKTOP = { width: 1280, height: 900 };
+
+/**
+ * requireInstalled fails, naming what installs it, on the first that is missing of the
+ * sitetools binary, Chromium, the relay and `more` ([what, file] pairs).
+ */
+export function requireInstalled(more = []) {
+  for (const [what, file] of [
+    ['the sitetools binary (make build)', BIN],
+    ['Chromium (deploy/dev/browser.sh)', CHROMIUM],
+    ['the relay (deploy/dev/browser.sh npm)', RELAY],
+    ...more,
+  ]) {
+    assert.ok(fs.existsSync(file), `missing ${what}: ${file}`);
+  }
+}
 
 export async function freePort() {
   return new Promise((resolve, reject) => {
@@ -150,16 +168,38 @@ export async function startRelay(procs, home, logs) {
 }
 
 /**
- * startSitetools migrates env's database, ingests the demo site with urls on site,
- * starts `sitetools serve` with env, and returns its catalog's tools once it is ready.
+ * startSitetools starts `sitetools serve` on 127.0.0.1:port with a fresh database named
+ * `database` and the demo site ingested with urls on site. Nothing of the caller's
+ * environment leaks in: it gets the example availability, the relay's widget, no admin
+ * listener, info logs, and `env` on top. It returns the catalog's tools once it is ready.
  */
-export async function startSitetools(procs, env, site, logs) {
-  await run(BIN, ['migrate'], { env, cwd: repo });
-  await run(BIN, ['ingest', '--dir', 'deploy/demo/site', '--base-url', site], { env, cwd: repo, maxBuffer: 1 << 24 });
-  procs.start('serve', BIN, ['serve'], { env, cwd: repo }, logs);
-  const base = `http://${env.LISTEN_ADDR}`;
+export async function startSitetools(procs, { home, port, site, database, env = {} }, logs) {
+  const full = {
+    PATH: process.env.PATH,
+    HOME: home,
+    DATABASE_URL: await freshDatabase(database),
+    LISTEN_ADDR: `127.0.0.1:${port}`,
+    ADMIN_LISTEN_ADDR: 'off',
+    SITE_URL: site,
+    AVAILABILITY_CONFIG: path.join(repo, 'deploy/availability.example.yaml'),
+    WEBMCP_WIDGET_PATH: WIDGET,
+    LOG_LEVEL: 'info',
+    ...env,
+  };
+  await run(BIN, ['migrate'], { env: full, cwd: repo });
+  await run(BIN, ['ingest', '--dir', DEMO_SITE, '--base-url', site], { env: full, cwd: repo, maxBuffer: 1 << 24 });
+  procs.start('serve', BIN, ['serve'], { env: full, cwd: repo }, logs);
+  const base = `http://${full.LISTEN_ADDR}`;
   await until('sitetools to be ready', async () => (await fetch(`${base}/readyz`)).ok, { timeout: 30000 });
   return (await (await fetch(`${base}/api/chat/tools`)).json()).tools;
+}
+
+/** requestLines is the request lines of sitetools' JSON log. */
+export function requestLines(serveLog) {
+  return serveLog
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l))
+    .filter((l) => l.msg === 'request');
 }
 
 /** callJSON calls a tool on sitetools' JSON endpoint at base, as a server does. */
@@ -198,6 +238,147 @@ export function deepFocus(page) {
     while (a?.shadowRoot?.activeElement) a = a.shadowRoot.activeElement;
     return a?.id ?? '';
   });
+}
+
+// ---------------------------------------------------------------------------------------
+// The browser and the tab
+
+/** launchBrowser starts headless Chromium with CHROMIUM_FLAGS and `flags`. */
+export function launchBrowser(flags = []) {
+  return chromium.launch({ executablePath: CHROMIUM, args: [...CHROMIUM_FLAGS, ...flags], headless: true });
+}
+
+// What watchedPage records, by the name of its array in `seen`.
+const recorders = [
+  ['requests', 'request', (r) => ({ url: r.url(), method: r.method(), origin: r.headers().origin })],
+  ['sockets', 'websocket', (ws) => ws.url()],
+  ['console', 'console', (m) => `${m.type()}: ${m.text()}`],
+  ['pageErrors', 'pageerror', (e) => String(e)],
+  ['dialogs', 'dialog', (d) => d.message()],
+];
+
+/**
+ * watchedPage opens a desktop-sized tab in a new context of browser and records what it
+ * does in those of seen's arrays that exist: requests, WebSocket urls, console lines,
+ * page errors, dialogs (a tab that is watched for dialogs must answer each itself).
+ */
+export async function watchedPage(browser, seen) {
+  const page = await (await browser.newContext({ viewport: DESKTOP })).newPage();
+  for (const [name, event, record] of recorders) {
+    if (seen[name]) page.on(event, (x) => seen[name].push(record(x)));
+  }
+  return page;
+}
+
+/**
+ * connectPill does what the visitor does with the open flyout: opens the pill's card,
+ * pastes a token their MCP client minted, connects, and waits for the pill to turn green.
+ */
+export async function connectPill(page, client) {
+  const token = await mintToken(client);
+  await page.click('#sitetools-webmcp-pill');
+  assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'aria-expanded'), 'true');
+  await page.fill('#sitetools-webmcp-token', token);
+  await page.click('#sitetools-webmcp-connect');
+  await until('the pill to turn green', async () => (await page.getAttribute('#sitetools-webmcp-pill', 'data-state')) === 'connected');
+}
+
+/**
+ * untilListed polls the relay client's tools until they include every name of want
+ * (on Node 20 the relay's daemon never sends tools/list_changed); the names it listed.
+ */
+export function untilListed(client, want) {
+  return until(
+    'the tab’s tools to reach the client',
+    async () => {
+      const got = (await client.listTools()).tools.map((t) => t.name);
+      return want.every((n) => got.includes(n)) && got;
+    },
+    { timeout: 20000, every: 300 },
+  );
+}
+
+const TYPED_NAME = 'Typed By The Visitor';
+const PREFILL = {
+  name: 'Name The Client Guessed',
+  email: 'visitor@example.org',
+  message: 'We would like an accessibility audit of our booking flow.',
+};
+
+/**
+ * checkPrefill has the MCP client open /contact, types a name into the contact form as
+ * the visitor would, then has the client call prefill_contact_form: it must fill the
+ * empty fields, keep the typed name and submit nothing. It returns the requests of
+ * `requests` (what watchedPage records) that the tab made during the prefill.
+ */
+export async function checkPrefill(page, callTool, requests) {
+  const field = (name) => `form[data-contact-form] [name="${name}"]`;
+  const opened = await callTool('open_page', { url: '/contact' });
+  assert.equal(opened.isError, false, resultText(opened));
+  await page.waitForSelector('form[data-contact-form]');
+  await page.fill(field('name'), TYPED_NAME);
+  await page.evaluate(() => {
+    window.__submits = 0;
+    document.addEventListener('submit', () => window.__submits++, true);
+  });
+  const before = requests.length;
+  const r = await callTool('prefill_contact_form', PREFILL);
+  assert.equal(r.isError, false, resultText(r));
+  assert.deepEqual(r.structuredContent.filled, ['email', 'message']);
+  assert.deepEqual(r.structuredContent.kept, ['name']);
+  assert.equal(r.structuredContent.submitted, false);
+  for (const [name, want] of Object.entries({ ...PREFILL, name: TYPED_NAME })) {
+    assert.equal(await page.inputValue(field(name)), want, name);
+  }
+  assert.equal(await page.evaluate(() => window.__submits), 0);
+  return requests.slice(before);
+}
+
+/**
+ * assertStayedHome checks what watchedPage recorded of a tab: every request went to
+ * origin, every WebSocket (the relay's register and channel sockets at least) to the
+ * relay on relayPort, and there was no page error or CSP violation.
+ */
+export function assertStayedHome(seen, origin, relayPort) {
+  const foreign = seen.requests.filter((r) => new URL(r.url).origin !== origin);
+  assert.deepEqual(foreign, [], 'requests to other origins');
+  assert.ok(seen.sockets.length >= 2, 'register and channel sockets');
+  assert.deepEqual(
+    seen.sockets.filter((u) => !u.startsWith(`ws://localhost:${relayPort}/`)),
+    [],
+  );
+  assert.deepEqual(seen.pageErrors, []);
+  assert.deepEqual(seen.console.filter((l) => /Content Security Policy/i.test(l)), [], 'CSP violations');
+}
+
+/**
+ * assertServedCleanly checks sitetools' log: the tab's search_site calls reached it, and
+ * no request was refused for its origin or failed.
+ */
+export function assertServedCleanly(serveLog) {
+  const requests = requestLines(serveLog);
+  assert.ok(requests.some((l) => l.route === '/api/chat/tools' && l.method === 'POST' && l.tool === 'search_site'));
+  assert.deepEqual(
+    requests.filter((l) => l.code === 'origin_not_allowed' || l.status === 403 || l.status >= 500),
+    [],
+  );
+}
+
+/**
+ * tearDown stops what a test file started: the MCP client, the browser, the processes,
+ * the fake providers; removes its HOME; and with E2E_VERBOSE set prints the logs and the
+ * tab's console.
+ */
+export async function tearDown({ client, browser, procs, fakes = [], home, logs, seen }) {
+  await client?.close().catch(() => {});
+  await browser?.close().catch(() => {});
+  await procs.stopAll();
+  for (const fake of fakes) await fake?.close();
+  if (home) fs.rmSync(home, { recursive: true, force: true });
+  if (process.env.E2E_VERBOSE) {
+    for (const [k, v] of Object.entries(logs)) console.log(`--- ${k}\n${v.join('\n')}`);
+    console.log(`--- console\n${seen.console.join('\n')}`);
+  }
 }
 
 // ---------------------------------------------------------------------------------------

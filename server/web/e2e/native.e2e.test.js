@@ -11,27 +11,27 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { chromium } from 'playwright-core';
-
 import { hostileURLs } from '../test/hostile-urls.js';
 import {
-  CHROMIUM,
-  CHROMIUM_FLAGS,
+  DEMO_SITE,
   LOCAL_TOOLS,
   Procs,
-  WIDGET,
   callJSON,
+  connectPill,
   freePort,
-  freshDatabase,
+  launchBrowser,
   mcpShape,
-  mintToken,
-  repo,
+  requestLines,
+  requireInstalled,
   resultText,
   startFakeEmbeddings,
   startFakeLLM,
   startRelay,
   startSitetools,
+  tearDown,
   until,
+  untilListed,
+  watchedPage,
 } from './harness.js';
 
 const procs = new Procs();
@@ -56,6 +56,7 @@ async function callNative(p, name, input) {
 
 before(
   async () => {
+    requireInstalled();
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'sitetools-native-e2e-'));
     const port = await freePort();
     site = `http://127.0.0.1:${port}`;
@@ -66,15 +67,7 @@ before(
     llm = await startFakeLLM({ words: answer.split(' '), gap: 0 });
     relay = await startRelay(procs, home, logs);
     const env = {
-      PATH: process.env.PATH,
-      HOME: home,
-      DATABASE_URL: await freshDatabase('sitetools_native_e2e'),
-      LISTEN_ADDR: `127.0.0.1:${port}`,
-      ADMIN_LISTEN_ADDR: 'off',
-      SITE_URL: site,
-      SITE_PAGES_DIR: path.join(repo, 'deploy/demo/site'),
-      AVAILABILITY_CONFIG: path.join(repo, 'deploy/availability.example.yaml'),
-      WEBMCP_WIDGET_PATH: WIDGET,
+      SITE_PAGES_DIR: DEMO_SITE,
       WEBMCP_RELAY_PORT: String(relay.port),
       RATE_LIMIT_PER_MINUTE: '0',
       EMBEDDINGS_PROVIDER: 'openai',
@@ -83,32 +76,18 @@ before(
       EMBEDDINGS_DIMENSIONS: String(embed.dims),
       LLM_BASE_URL: llm.url,
       LLM_MODEL: 'fake-model',
-      LOG_LEVEL: 'info',
     };
-    catalog = await startSitetools(procs, env, site, logs.serve);
+    catalog = await startSitetools(procs, { home, port, site, database: 'sitetools_native_e2e', env }, logs.serve);
 
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: [...CHROMIUM_FLAGS, '--enable-features=WebMCP'], headless: true });
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-    page.on('console', (m) => seen.console.push(`${m.type()}: ${m.text()}`));
-    page.on('pageerror', (e) => seen.pageErrors.push(String(e)));
+    browser = await launchBrowser(['--enable-features=WebMCP']);
+    page = await watchedPage(browser, seen);
     await page.goto(`${site}/`);
     await until('the bridge to register with the browser', async () => (await page.webmcp.tools()).length >= catalog.length + LOCAL_TOOLS.length);
   },
   { timeout: 180000 },
 );
 
-after(async () => {
-  await relay?.client?.close().catch(() => {});
-  await browser?.close().catch(() => {});
-  await procs.stopAll();
-  await llm?.close();
-  await embed?.close();
-  if (home) fs.rmSync(home, { recursive: true, force: true });
-  if (process.env.E2E_VERBOSE) {
-    for (const [k, v] of Object.entries(logs)) console.log(`--- ${k}\n${v.join('\n')}`);
-    console.log(`--- console\n${seen.console.join('\n')}`);
-  }
-});
+after(() => tearDown({ client: relay?.client, browser, procs, fakes: [llm, embed], home, logs, seen }));
 
 test('the tab lists the 7 tools with their schemas and annotations', async () => {
   const tools = await page.webmcp.tools();
@@ -162,13 +141,7 @@ test('an executeTool whose signal is aborted cancels the server request', async 
   // The tab's fetch was aborted; sitetools noticed the disconnect and cancelled the
   // provider call, which the provider observed.
   await until('the provider to see the request go away', async () => embed.cancelled === before.cancelled + 1, { timeout: 8000 });
-  const line = await until('sitetools to log the call', async () =>
-    logs.serve
-      .slice(before.lines)
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l))
-      .find((l) => l.msg === 'request' && l.tool === 'search_site'),
-  );
+  const line = await until('sitetools to log the call', async () => requestLines(logs.serve.slice(before.lines)).find((l) => l.tool === 'search_site'));
   // Logged as the client's going away (499, as nginx has it), not as a failure.
   assert.equal(line.status, 499, JSON.stringify(line));
   assert.equal(line.code, 'client_closed', JSON.stringify(line));
@@ -281,17 +254,9 @@ test('a streamed answer full of hostile links renders none of them as a link off
 });
 
 test('the relay path and the native path work at the same time in one tab', async () => {
-  const token = await mintToken(relay.client);
   if (await page.isHidden('#sitetools-chat-panel')) await page.click('#sitetools-chat-launcher');
-  await page.click('#sitetools-webmcp-pill');
-  await page.fill('#sitetools-webmcp-token', token);
-  await page.click('#sitetools-webmcp-connect');
-  await until('the pill to turn green', async () => (await page.getAttribute('#sitetools-webmcp-pill', 'data-state')) === 'connected');
-  await until(
-    'the tab’s tools to reach the relay client',
-    async () => (await relay.client.listTools()).tools.some((t) => t.name === prefix + 'search_site'),
-    { timeout: 20000, every: 300 },
-  );
+  await connectPill(page, relay.client);
+  await untilListed(relay.client, [prefix + 'search_site']);
   const args = { query: 'cloud cost review', limit: 2 };
   const [viaRelay, viaNative] = await Promise.all([
     relay.client.callTool({ name: prefix + 'search_site', arguments: args }, undefined, { timeout: 45000 }),

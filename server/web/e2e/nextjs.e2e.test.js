@@ -19,31 +19,32 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { chromium } from 'playwright-core';
-
 import {
-  BIN,
-  CHROMIUM,
-  CHROMIUM_FLAGS,
+  DESKTOP,
   LOCAL_TOOLS,
   Procs,
-  RELAY,
-  WIDGET,
-  callJSON,
+  assertServedCleanly,
+  assertStayedHome,
   axeViolations,
+  callJSON,
+  checkPrefill,
+  connectPill,
   deepFocus,
   firstDelta,
   freePort,
-  freshDatabase,
+  launchBrowser,
   mcpShape,
   median,
-  mintToken,
   repo,
+  requireInstalled,
   resultText,
   startFakeLLM,
   startRelay,
   startSitetools,
+  tearDown,
   until,
+  untilListed,
+  watchedPage,
   webDir,
 } from './harness.js';
 
@@ -74,41 +75,46 @@ async function callTool(name, args = {}) {
 }
 
 /** A call on sitetools' own JSON endpoint, as a server would make it. */
-/** A call on sitetools' own JSON endpoint, as a server would make it. */
 const callDirect = (name, args) => callJSON(sitetools, name, args, { 'X-Forwarded-For': '198.51.100.200' });
 
 const transcript = (p = page) => p.evaluate(() => JSON.parse(localStorage.getItem('sitetools.chat.transcript') ?? 'null'));
 
-/** The computed styles of the widget's parts that a host stylesheet would hit first. */
-function widgetStyles(p) {
-  return p.evaluate(() => {
-    const root = document.querySelector('sitetools-chat').shadowRoot;
-    const props = ['font-family', 'font-size', 'line-height', 'letter-spacing', 'color', 'background-color', 'border-top-style', 'border-top-width', 'padding-top', 'margin-top', 'display', 'position', 'text-transform', 'box-sizing', 'width', 'height', 'list-style-type'];
-    const out = {};
-    for (const sel of ['.root', '#sitetools-chat-launcher', '#sitetools-chat-panel', '#sitetools-chat-title', '#sitetools-webmcp-pill', '#sitetools-chat-send', '#sitetools-chat-input', '#sitetools-chat-log', '.msg-text p', '.msg-hint', '.consent ul', '#sitetools-webmcp-card']) {
-      const el = root.querySelector(sel);
-      if (!el) continue;
-      const cs = getComputedStyle(el);
-      out[sel] = Object.fromEntries(props.map((k) => [k, cs.getPropertyValue(k)]));
-    }
-    return out;
-  });
+/**
+ * computedStyles is the computed values of props for each of selectors that matches,
+ * in the widget's shadow root or in the page itself.
+ */
+function computedStyles(p, { inWidget, selectors, props }) {
+  return p.evaluate(
+    ([inWidget, selectors, props]) => {
+      const root = inWidget ? document.querySelector('sitetools-chat').shadowRoot : document;
+      const out = {};
+      for (const sel of selectors) {
+        const el = root.querySelector(sel);
+        if (!el) continue;
+        const cs = getComputedStyle(el);
+        out[sel] = Object.fromEntries(props.map((k) => [k, cs.getPropertyValue(k)]));
+      }
+      return out;
+    },
+    [inWidget, selectors, props],
+  );
 }
 
-/** The computed styles of some of the host page's own elements. */
-function hostStyles(p) {
-  return p.evaluate(() => {
-    const props = ['font-family', 'font-size', 'line-height', 'color', 'background-color', 'margin-top', 'padding-top', 'border-top-width', 'display', 'box-sizing'];
-    const out = {};
-    for (const sel of ['body', 'h1', 'main p', 'a', 'button', 'input', 'textarea', 'label', 'header', 'footer']) {
-      const el = document.querySelector(sel);
-      if (!el) continue;
-      const cs = getComputedStyle(el);
-      out[sel] = Object.fromEntries(props.map((k) => [k, cs.getPropertyValue(k)]));
-    }
-    return out;
+/** The widget's parts that a host stylesheet would hit first, and what it would change. */
+const widgetStyles = (p) =>
+  computedStyles(p, {
+    inWidget: true,
+    selectors: ['.root', '#sitetools-chat-launcher', '#sitetools-chat-panel', '#sitetools-chat-title', '#sitetools-webmcp-pill', '#sitetools-chat-send', '#sitetools-chat-input', '#sitetools-chat-log', '.msg-text p', '.msg-hint', '.consent ul', '#sitetools-webmcp-card'],
+    props: ['font-family', 'font-size', 'line-height', 'letter-spacing', 'color', 'background-color', 'border-top-style', 'border-top-width', 'padding-top', 'margin-top', 'display', 'position', 'text-transform', 'box-sizing', 'width', 'height', 'list-style-type'],
   });
-}
+
+/** Some of the host page's own elements. */
+const hostStyles = (p) =>
+  computedStyles(p, {
+    inWidget: false,
+    selectors: ['body', 'h1', 'main p', 'a', 'button', 'input', 'textarea', 'label', 'header', 'footer'],
+    props: ['font-family', 'font-size', 'line-height', 'color', 'background-color', 'margin-top', 'padding-top', 'border-top-width', 'display', 'box-sizing'],
+  });
 
 /** panelFits says where the flyout's parts fall outside the viewport. */
 function panelFits(p) {
@@ -145,15 +151,10 @@ async function openFlyout(p) {
 
 before(
   async () => {
-    for (const [what, file] of [
-      ['the sitetools binary (make build)', BIN],
-      ['Chromium (deploy/dev/browser.sh)', CHROMIUM],
-      ['the relay (deploy/dev/browser.sh npm)', RELAY],
+    requireInstalled([
       ['Next.js (deploy/dev/browser.sh nextjs)', NEXT_BIN],
       ['the built frontend (deploy/dev/browser.sh nextjs)', path.join(NEXT_DIR, '.next/BUILD_ID')],
-    ]) {
-      assert.ok(fs.existsSync(file), `missing ${what}: ${file}`);
-    }
+    ]);
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'sitetools-next-e2e-'));
     const sitePort = await freePort();
     const nextPort = await freePort();
@@ -164,26 +165,17 @@ before(
     llm = await startFakeLLM({ words: ANSWER.split(' '), gap: GAP_MS });
     relay = await startRelay(procs, home, logs);
 
-    const dbURL = await freshDatabase('sitetools_next_e2e');
     // sitetools renders no pages here: the frontend does. The index's urls are the
     // frontend's, the frontend is the trusted proxy, and the model is the fake.
     const env = {
-      PATH: process.env.PATH,
-      HOME: home,
-      DATABASE_URL: dbURL,
-      LISTEN_ADDR: `127.0.0.1:${sitePort}`,
-      ADMIN_LISTEN_ADDR: 'off',
-      SITE_URL: origin,
       TRUSTED_PROXIES: '127.0.0.1/32',
       RATE_LIMIT_PER_MINUTE: String(RATE_LIMIT),
-      AVAILABILITY_CONFIG: path.join(repo, 'deploy/availability.example.yaml'),
       CHAT_PERSONA_FILE: path.join(repo, 'deploy/demo/persona.md'),
-      WEBMCP_WIDGET_PATH: WIDGET,
       LLM_BASE_URL: llm.url,
       LLM_MODEL: 'fake-model',
-      LOG_LEVEL: 'info',
     };
-    serverToolNames = (await startSitetools(procs, env, origin, logs.serve)).map((t) => t.name);
+    const tools = await startSitetools(procs, { home, port: sitePort, site: origin, database: 'sitetools_next_e2e', env }, logs.serve);
+    serverToolNames = tools.map((t) => t.name);
 
     procs.start(
       'next',
@@ -197,29 +189,14 @@ before(
     );
     await until('next start to answer', async () => (await fetch(`${origin}/`)).ok, { timeout: 30000 });
 
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS, headless: true });
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    page = await context.newPage();
-    page.on('request', (r) => seen.requests.push({ url: r.url(), method: r.method() }));
-    page.on('websocket', (ws) => seen.sockets.push(ws.url()));
-    page.on('console', (m) => seen.console.push(`${m.type()}: ${m.text()}`));
-    page.on('pageerror', (e) => seen.pageErrors.push(String(e)));
+    browser = await launchBrowser();
+    page = await watchedPage(browser, seen);
     await page.goto(`${origin}/`);
   },
   { timeout: 180000 },
 );
 
-after(async () => {
-  await relay?.client?.close().catch(() => {});
-  await browser?.close().catch(() => {});
-  await procs.stopAll();
-  await llm?.close();
-  if (home) fs.rmSync(home, { recursive: true, force: true });
-  if (process.env.E2E_VERBOSE) {
-    for (const [k, v] of Object.entries(logs)) console.log(`--- ${k}\n${v.join('\n')}`);
-    console.log(`--- console\n${seen.console.join('\n')}`);
-  }
-});
+after(() => tearDown({ client: relay?.client, browser, procs, fakes: [llm], home, logs, seen }));
 
 // ---------------------------------------------------------------------------------------
 // The tests, in order: they share one tab and one relay session.
@@ -331,24 +308,14 @@ test('time to the first delta: through the Next.js proxy against direct (median 
 });
 
 test('the relay reaches sitetools through the Next.js origin', async () => {
-  const token = await mintToken(relay.client);
   assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'data-state'), 'disconnected');
-  await page.click('#sitetools-webmcp-pill');
-  await page.fill('#sitetools-webmcp-token', token);
-  await page.click('#sitetools-webmcp-connect');
-  await until('the pill to turn green', async () => (await page.getAttribute('#sitetools-webmcp-pill', 'data-state')) === 'connected');
+  await connectPill(page, relay.client);
   assert.match(await page.textContent('#sitetools-webmcp-pill'), new RegExp(`MCP: on · ${serverToolNames.length + LOCAL_TOOLS.length} tools`));
   await page.click('#sitetools-webmcp-pill'); // close the card
 
-  const want = [...serverToolNames, ...LOCAL_TOOLS].map((n) => prefix + n).sort();
-  // On Node 20 the relay's daemon never sends tools/list_changed: poll the list.
-  await until(
-    'the tab’s tools to reach the client',
-    async () => {
-      const got = (await relay.client.listTools()).tools.map((t) => t.name);
-      return want.every((n) => got.includes(n));
-    },
-    { timeout: 20000, every: 300 },
+  await untilListed(
+    relay.client,
+    [...serverToolNames, ...LOCAL_TOOLS].map((n) => prefix + n),
   );
 
   const args = { query: 'accessibility audit with screen reader testing', limit: 3 };
@@ -399,32 +366,11 @@ test('a link in an answer goes through the router too', async () => {
 });
 
 test('prefill_contact_form fills the Next.js contact form and overwrites nothing', async () => {
-  const r0 = await callTool('open_page', { url: '/contact' });
-  assert.equal(r0.isError, false, resultText(r0));
-  await page.waitForSelector('form[data-contact-form]');
-  await page.fill('form[data-contact-form] [name="name"]', 'Typed By The Visitor');
-  await page.evaluate(() => {
-    window.__submits = 0;
-    document.addEventListener('submit', () => window.__submits++, true);
-  });
-  const before = seen.requests.length;
-  const r = await callTool('prefill_contact_form', {
-    name: 'Name The Client Guessed',
-    email: 'visitor@example.org',
-    message: 'We would like an accessibility audit of our booking flow.',
-  });
-  assert.equal(r.isError, false, resultText(r));
-  assert.deepEqual(r.structuredContent.filled, ['email', 'message']);
-  assert.deepEqual(r.structuredContent.kept, ['name']);
-  assert.equal(r.structuredContent.submitted, false);
-  assert.equal(await page.inputValue('form[data-contact-form] [name="name"]'), 'Typed By The Visitor');
-  assert.equal(await page.inputValue('form[data-contact-form] [name="email"]'), 'visitor@example.org');
-  assert.equal(await page.inputValue('form[data-contact-form] [name="message"]'), 'We would like an accessibility audit of our booking flow.');
-  assert.equal(await page.evaluate(() => window.__submits), 0);
+  const made = await checkPrefill(page, callTool, seen.requests);
   // Next's router prefetches the pages its links point to (?_rsc=…) whenever they come
   // into view; apart from those, the prefill made no request at all.
   assert.deepEqual(
-    seen.requests.slice(before).filter((r) => !new URL(r.url).searchParams.has('_rsc')),
+    made.filter((r) => !new URL(r.url).searchParams.has('_rsc')),
     [],
     'the prefill made requests',
   );
@@ -459,7 +405,7 @@ test('a hostile host stylesheet leaves the widget as it was', async () => {
 });
 
 test('the widget’s styles do not leak into the page', async () => {
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const ctx = await browser.newContext({ viewport: DESKTOP });
   try {
     const without = await ctx.newPage();
     await without.route('**/webmcp/chat.js', (r) => r.abort());
@@ -481,7 +427,7 @@ test('the widget’s styles do not leak into the page', async () => {
 });
 
 test('a site themes the widget with custom properties and ::part()', async () => {
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const ctx = await browser.newContext({ viewport: DESKTOP });
   try {
     const p = await ctx.newPage();
     await p.goto(`${origin}/`);
@@ -518,7 +464,7 @@ test('a site themes the widget with custom properties and ::part()', async () =>
 });
 
 test('a page places its own <sitetools-chat inline>: it replaces the corner launcher', async () => {
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const ctx = await browser.newContext({ viewport: DESKTOP });
   try {
     const p = await ctx.newPage();
     await p.goto(`${origin}/contact`);
@@ -553,7 +499,7 @@ test('a page places its own <sitetools-chat inline>: it replaces the corner laun
 test('axe-core: no serious or critical violation, flyout closed and open', async () => {
   // axe adds a style element of its own while it runs, which the CSP refuses: it runs
   // where the CSP is not enforced (the other tests hold the widget to it).
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
+  const ctx = await browser.newContext({ viewport: DESKTOP, bypassCSP: true });
   try {
     const p = await ctx.newPage();
     await p.goto(`${origin}/`);
@@ -674,21 +620,7 @@ test('client addresses pass through the proxy to the per-client rate limit', asy
 });
 
 test('the tab spoke only to its own origin and the relay', async () => {
-  const foreign = seen.requests.filter((r) => new URL(r.url).origin !== origin);
-  assert.deepEqual(foreign, [], 'requests to other origins');
-  assert.ok(seen.sockets.length >= 2, 'register and channel sockets');
-  assert.deepEqual(
-    seen.sockets.filter((u) => !u.startsWith(`ws://localhost:${relay.port}/`)),
-    [],
-  );
-  assert.deepEqual(seen.pageErrors, []);
-  assert.deepEqual(seen.console.filter((l) => /Content Security Policy/i.test(l)), [], 'CSP violations');
+  assertStayedHome(seen, origin, relay.port);
   // sitetools saw the tab's calls through the proxy, and nothing failed.
-  const lines = logs.serve.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
-  const requests = lines.filter((l) => l.msg === 'request');
-  assert.ok(requests.some((l) => l.route === '/api/chat/tools' && l.method === 'POST' && l.tool === 'search_site'));
-  assert.deepEqual(
-    requests.filter((l) => l.code === 'origin_not_allowed' || l.status >= 500),
-    [],
-  );
+  assertServedCleanly(logs.serve);
 });

@@ -13,28 +13,29 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { chromium } from 'playwright-core';
-
 import {
-  BIN,
-  CHROMIUM,
-  CHROMIUM_FLAGS,
+  DEMO_SITE,
+  DESKTOP,
   LOCAL_TOOLS,
   Procs,
-  RELAY,
-  WIDGET,
+  assertServedCleanly,
+  assertStayedHome,
   axeViolations,
   callJSON as callOn,
+  checkPrefill,
+  connectPill,
   deepFocus,
   freePort,
-  freshDatabase,
+  launchBrowser,
   mcpShape,
-  mintToken,
-  repo,
+  requireInstalled,
   resultText,
   startRelay,
   startSitetools,
+  tearDown,
   until,
+  untilListed,
+  watchedPage,
   webDir,
 } from './harness.js';
 
@@ -72,13 +73,7 @@ const transcript = () => page.evaluate(() => JSON.parse(localStorage.getItem('si
 
 before(
   async () => {
-    for (const [what, file] of [
-      ['the sitetools binary (make build)', BIN],
-      ['Chromium (deploy/dev/browser.sh)', CHROMIUM],
-      ['the relay (deploy/dev/browser.sh npm)', RELAY],
-    ]) {
-      assert.ok(fs.existsSync(file), `missing ${what}: ${file}`);
-    }
+    requireInstalled();
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'sitetools-e2e-home-'));
     const sitePort = await freePort();
     site = `http://127.0.0.1:${sitePort}`;
@@ -91,80 +86,34 @@ before(
     client = relay.client;
 
     // Only what the service needs, with a database of its own, fresh each run: no LLM is
-    // configured, so the chat answers in retrieval-only mode, and nothing from the
-    // caller's environment leaks in.
-    const env = {
-      PATH: process.env.PATH,
-      HOME: home,
-      DATABASE_URL: await freshDatabase(DB_NAME),
-      LISTEN_ADDR: `127.0.0.1:${sitePort}`,
-      ADMIN_LISTEN_ADDR: 'off',
-      SITE_URL: site,
-      SITE_PAGES_DIR: path.join(repo, 'deploy/demo/site'),
-      AVAILABILITY_CONFIG: path.join(repo, 'deploy/availability.example.yaml'),
-      WEBMCP_WIDGET_PATH: WIDGET,
-      WEBMCP_RELAY_PORT: String(relayPort),
-      LOG_LEVEL: 'info',
-    };
-    serverToolNames = (await startSitetools(procs, env, site, logs.serve)).map((t) => t.name);
+    // configured, so the chat answers in retrieval-only mode.
+    const env = { SITE_PAGES_DIR: DEMO_SITE, WEBMCP_RELAY_PORT: String(relayPort) };
+    serverToolNames = (await startSitetools(procs, { home, port: sitePort, site, database: DB_NAME, env }, logs.serve)).map((t) => t.name);
     assert.ok(serverToolNames.includes('search_site') && serverToolNames.includes('get_free_slots'), serverToolNames.join(','));
 
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS, headless: true });
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    page = await context.newPage();
-    page.on('request', (r) => seen.requests.push({ url: r.url(), method: r.method(), origin: r.headers().origin }));
-    page.on('websocket', (ws) => seen.sockets.push(ws.url()));
-    page.on('console', (m) => seen.console.push(`${m.type()}: ${m.text()}`));
-    page.on('pageerror', (e) => seen.pageErrors.push(String(e)));
-    page.on('dialog', (d) => seen.dialogs.push(d.message()));
+    browser = await launchBrowser();
+    page = await watchedPage(browser, seen);
 
     await page.goto(`${site}/`);
     await until('the bridge to register its tools', async () => Number(await page.textContent('#sitetools-webmcp-tool-count')) > 0);
 
     // The visitor opens the chat, then the pill's card, and pastes the token their MCP
     // client minted with the relay's _webmcp_get-token tool.
-    const token = await mintToken(client);
     assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'data-state'), 'disconnected');
     await page.click('#sitetools-chat-launcher');
-    await page.click('#sitetools-webmcp-pill');
-    assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'aria-expanded'), 'true');
-    await page.fill('#sitetools-webmcp-token', token);
-    await page.click('#sitetools-webmcp-connect');
-    await until('the pill to turn green', async () => (await page.getAttribute('#sitetools-webmcp-pill', 'data-state')) === 'connected');
+    await connectPill(page, client);
   },
   { timeout: 180000 },
 );
 
-after(async () => {
-  try {
-    await client?.close();
-  } catch {
-    // already gone
-  }
-  await browser?.close().catch(() => {});
-  await procs.stopAll();
-  if (home) fs.rmSync(home, { recursive: true, force: true });
-  if (process.env.E2E_VERBOSE) {
-    for (const [k, v] of Object.entries(logs)) console.log(`--- ${k}\n${v.join('\n')}`);
-    console.log(`--- console\n${seen.console.join('\n')}`);
-  }
-});
+after(() => tearDown({ client, browser, procs, home, logs, seen }));
 
 // ---------------------------------------------------------------------------------------
 // The tests, in order: they share one tab and one relay session.
 
 test('the client lists every server tool and every browser-local tool', async () => {
   const want = [...serverToolNames, ...LOCAL_TOOLS].map((n) => prefix + n).sort();
-  // On Node 20 the relay's daemon never sends tools/list_changed: poll the list.
-  const names = await until(
-    'the tab’s tools to reach the client',
-    async () => {
-      const { tools } = await client.listTools();
-      const got = tools.map((t) => t.name);
-      return want.every((n) => got.includes(n)) && got;
-    },
-    { timeout: 20000, every: 300 },
-  );
+  const names = await untilListed(client, want);
   assert.deepEqual(
     names.filter((n) => n.startsWith(prefix)).sort(),
     want,
@@ -245,31 +194,10 @@ test('open_page navigates the tab and refuses other sites', async () => {
 });
 
 test('prefill_contact_form fills only empty fields and submits nothing', async () => {
-  const r0 = await callTool('open_page', { url: '/contact' });
-  assert.equal(r0.isError, false, resultText(r0));
-  await page.waitForSelector('#sitetools-contact-form');
-  await page.fill('#sitetools-contact-name', 'Typed By The Visitor');
-  await page.evaluate(() => {
-    window.__submits = 0;
-    document.addEventListener('submit', () => window.__submits++, true);
-  });
-  const requestsBefore = seen.requests.length;
-  const r = await callTool('prefill_contact_form', {
-    name: 'Name The Client Guessed',
-    email: 'visitor@example.org',
-    message: 'We would like an accessibility audit of our booking flow.',
-  });
-  assert.equal(r.isError, false, resultText(r));
-  assert.deepEqual(r.structuredContent.filled, ['email', 'message']);
-  assert.deepEqual(r.structuredContent.kept, ['name']);
-  assert.equal(r.structuredContent.submitted, false);
-  assert.equal(await page.inputValue('#sitetools-contact-name'), 'Typed By The Visitor');
-  assert.equal(await page.inputValue('#sitetools-contact-email'), 'visitor@example.org');
-  assert.equal(await page.inputValue('#sitetools-contact-message'), 'We would like an accessibility audit of our booking flow.');
-  assert.equal(await page.evaluate(() => window.__submits), 0);
+  const made = await checkPrefill(page, callTool, seen.requests);
   assert.equal((await page.textContent('#sitetools-contact-form-status')).trim(), '');
   assert.equal(new URL(page.url()).pathname, '/contact');
-  assert.deepEqual(seen.requests.slice(requestsBefore), [], 'the prefill made requests');
+  assert.deepEqual(made, [], 'the prefill made requests');
 });
 
 const SAVED = [
@@ -382,29 +310,13 @@ test('every request of the tab is same-origin; the server saw no foreign Origin'
   await page.screenshot({ path: SCREENSHOT });
   t.diagnostic(`screenshot of the demo page, flyout open, pill green: ${SCREENSHOT}`);
 
-  const foreign = seen.requests.filter((r) => new URL(r.url).origin !== site);
-  assert.deepEqual(foreign, [], 'requests to other origins');
+  assertStayedHome(seen, site, relayPort);
   const withForeignOrigin = seen.requests.filter((r) => r.origin !== undefined && r.origin !== site);
   assert.deepEqual(withForeignOrigin, [], 'requests with a foreign Origin');
   assert.ok(seen.requests.some((r) => r.url === `${site}/api/chat/tools` && r.method === 'POST'));
-  const relay = `ws://localhost:${relayPort}`;
-  assert.ok(seen.sockets.length >= 2, 'register and channel sockets');
-  assert.deepEqual(
-    seen.sockets.filter((u) => !u.startsWith(relay + '/')),
-    [],
-  );
-  assert.deepEqual(seen.pageErrors, []);
-  const csp = seen.console.filter((l) => /Content Security Policy/i.test(l));
-  assert.deepEqual(csp, [], 'CSP violations');
 
   // The service's log: one line per request, none refused for its origin, no 5xx.
-  const lines = logs.serve.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
-  const requests = lines.filter((l) => l.msg === 'request');
-  assert.ok(requests.some((l) => l.route === '/api/chat/tools' && l.method === 'POST' && l.tool === 'search_site'));
-  assert.deepEqual(
-    requests.filter((l) => l.code === 'origin_not_allowed' || l.status === 403 || l.status >= 500),
-    [],
-  );
+  assertServedCleanly(logs.serve);
   assert.ok(!logs.serve.join('\n').includes('evil.example'), 'the service saw a foreign host');
 
   // The log would show one: every /api request with a foreign Origin is refused and
@@ -477,7 +389,7 @@ test('the German pages get the German widget, which follows a change of language
 test('axe-core finds no serious or critical violation on the demo, flyout closed and open', async () => {
   // axe adds a style element of its own while it runs, which the pages' CSP refuses:
   // it runs where the CSP is not enforced (the tests above hold the widget to it).
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
+  const ctx = await browser.newContext({ viewport: DESKTOP, bypassCSP: true });
   try {
     for (const path of ['/', '/de/contact']) {
       const tab = await ctx.newPage();
