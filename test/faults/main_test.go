@@ -216,15 +216,8 @@ func postBooking(ctx context.Context, client *http.Client, adminBase, key string
 
 // created is POST /admin/bookings' answer.
 type created struct {
-	Booking struct {
-		ID       string    `json:"id"`
-		Start    time.Time `json:"start"`
-		End      time.Time `json:"end"`
-		Title    string    `json:"title"`
-		Attendee string    `json:"attendee"`
-		Notes    string    `json:"notes"`
-	} `json:"booking"`
-	Replayed bool `json:"replayed"`
+	Booking  appointments.Booking `json:"booking"`
+	Replayed bool                 `json:"replayed"`
 }
 
 // sseEvent is one server-sent event of POST /api/chat.
