@@ -203,7 +203,7 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer stop()
 	selected, deployed := b.selected()
 	runRate, runHNSW, runTokens := s.run.MatchString(rateName), s.run.MatchString(hnswName), s.run.MatchString(tokensName)
-	if len(selected) == 0 && len(deployed) == 0 && !runRate && !runHNSW && !runTokens {
+	if len(selected) == 0 && len(deployed) == 0 && !runRate && !runHNSW && !runTokens && !anySection(s) {
 		return fmt.Errorf("no scenario matches -run %q", s.run)
 	}
 	if s.cpuprofile != "" {
@@ -221,6 +221,9 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	rep.command, rep.s, rep.catalog = command(b.adminURL, args), s, len(b.cat.JSON)
 	if err := b.measureAll(&rep, selected, deployed, runRate); err != nil {
+		return err
+	}
+	if err := b.runSections(&rep); err != nil {
 		return err
 	}
 	// Last, so that building the index cannot disturb the load scenarios' rounds.
@@ -432,6 +435,13 @@ func (rep *report) failures(strict bool) error {
 	for _, r := range rep.tokens {
 		if strict && !r.pass() {
 			errs = append(errs, fmt.Errorf("%s, %s: median %s misses the goal %s", tokensName, r.name, r.median, tokensGoal))
+		}
+	}
+	for _, sec := range rep.sections {
+		for _, m := range sec.missed {
+			if strict {
+				errs = append(errs, errors.New(m))
+			}
 		}
 	}
 	for _, h := range rep.hnsw {

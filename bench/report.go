@@ -142,6 +142,8 @@ type report struct {
 	results []result
 	hnsw    []*hnswResult // none: not run
 	tokens  []tokensRow   // none: not run
+	// sections are the tables of the sections that ran (bench/sections.go).
+	sections []sectionResult
 	// deployed are the runs on subprocesses; rate the rate-limit scenario (nil: not run).
 	deployed []deployedRow
 	rate     *rateResult
@@ -188,6 +190,7 @@ func (rep report) text() string {
 		next()
 		tokensText(&b, rep.tokens)
 	}
+	sectionsText(&b, next, rep.sections)
 	for _, h := range rep.hnsw {
 		next()
 		h.text(&b)
