@@ -103,3 +103,13 @@ export async function proxyToSitetools(req: Request): Promise<Response> {
   // The upstream body stream itself: every chunk is passed on when it arrives.
   return new Response(res.body, { status: res.status, statusText: res.statusText, headers: out });
 }
+
+// The handlers of a route that passes its path to sitetools, one for each method: a route
+// file exports those its path answers, e.g. `export const { GET, POST } = sitetoolsRoute;`.
+export const sitetoolsRoute = {
+  GET: proxyToSitetools,
+  HEAD: proxyToSitetools,
+  POST: proxyToSitetools,
+  DELETE: proxyToSitetools,
+  OPTIONS: proxyToSitetools,
+};

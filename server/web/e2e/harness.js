@@ -1,14 +1,15 @@
 // What the end-to-end tests share: processes they start and stop, a fresh database,
-// the relay with the visitor's MCP client, Chromium, axe-core, and a fake LLM provider.
-// Real parts only, on loopback; the one fake is the paid model, which speaks the real
-// OpenAI wire format and counts its calls.
+// the relay with the visitor's MCP client, Chromium, a Run that holds them for a test
+// file, and fake LLM and embeddings providers. Real parts only, on loopback; the fakes are
+// the paid providers, which speak the real OpenAI wire format and count their calls.
+// What the tests do in the tab and check of it is in steps.js.
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
-import { createRequire } from 'node:module';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -231,17 +232,13 @@ export async function mintToken(client) {
   return token;
 }
 
-/** deepFocus is the id of the focused element, inside shadow roots too. */
-export function deepFocus(page) {
-  return page.evaluate(() => {
-    let a = document.activeElement;
-    while (a?.shadowRoot?.activeElement) a = a.shadowRoot.activeElement;
-    return a?.id ?? '';
-  });
+/** relayPrefix is what the relay puts before the name of a tool of the tab on origin. */
+export function relayPrefix(origin) {
+  return `${new URL(origin).host.replace(/[.:]/g, '_')}-`;
 }
 
 // ---------------------------------------------------------------------------------------
-// The browser and the tab
+// Chromium
 
 /** launchBrowser starts headless Chromium with CHROMIUM_FLAGS and `flags`. */
 export function launchBrowser(flags = []) {
@@ -270,134 +267,149 @@ export async function watchedPage(browser, seen) {
   return page;
 }
 
-/**
- * connectPill does what the visitor does with the open flyout: opens the pill's card,
- * pastes a token their MCP client minted, connects, and waits for the pill to turn green.
- */
-export async function connectPill(page, client) {
-  const token = await mintToken(client);
-  await page.click('#sitetools-webmcp-pill');
-  assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'aria-expanded'), 'true');
-  await page.fill('#sitetools-webmcp-token', token);
-  await page.click('#sitetools-webmcp-connect');
-  await until('the pill to turn green', async () => (await page.getAttribute('#sitetools-webmcp-pill', 'data-state')) === 'connected');
-}
-
-/**
- * untilListed polls the relay client's tools until they include every name of want
- * (on Node 20 the relay's daemon never sends tools/list_changed); the names it listed.
- */
-export function untilListed(client, want) {
-  return until(
-    'the tab’s tools to reach the client',
-    async () => {
-      const got = (await client.listTools()).tools.map((t) => t.name);
-      return want.every((n) => got.includes(n)) && got;
-    },
-    { timeout: 20000, every: 300 },
-  );
-}
-
-const TYPED_NAME = 'Typed By The Visitor';
-const PREFILL = {
-  name: 'Name The Client Guessed',
-  email: 'visitor@example.org',
-  message: 'We would like an accessibility audit of our booking flow.',
-};
-
-/**
- * checkPrefill has the MCP client open /contact, types a name into the contact form as
- * the visitor would, then has the client call prefill_contact_form: it must fill the
- * empty fields, keep the typed name and submit nothing. It returns the requests of
- * `requests` (what watchedPage records) that the tab made during the prefill.
- */
-export async function checkPrefill(page, callTool, requests) {
-  const field = (name) => `form[data-contact-form] [name="${name}"]`;
-  const opened = await callTool('open_page', { url: '/contact' });
-  assert.equal(opened.isError, false, resultText(opened));
-  await page.waitForSelector('form[data-contact-form]');
-  await page.fill(field('name'), TYPED_NAME);
-  await page.evaluate(() => {
-    window.__submits = 0;
-    document.addEventListener('submit', () => window.__submits++, true);
-  });
-  const before = requests.length;
-  const r = await callTool('prefill_contact_form', PREFILL);
-  assert.equal(r.isError, false, resultText(r));
-  assert.deepEqual(r.structuredContent.filled, ['email', 'message']);
-  assert.deepEqual(r.structuredContent.kept, ['name']);
-  assert.equal(r.structuredContent.submitted, false);
-  for (const [name, want] of Object.entries({ ...PREFILL, name: TYPED_NAME })) {
-    assert.equal(await page.inputValue(field(name)), want, name);
-  }
-  assert.equal(await page.evaluate(() => window.__submits), 0);
-  return requests.slice(before);
-}
-
-/**
- * assertStayedHome checks what watchedPage recorded of a tab: every request went to
- * origin, every WebSocket (the relay's register and channel sockets at least) to the
- * relay on relayPort, and there was no page error or CSP violation.
- */
-export function assertStayedHome(seen, origin, relayPort) {
-  const foreign = seen.requests.filter((r) => new URL(r.url).origin !== origin);
-  assert.deepEqual(foreign, [], 'requests to other origins');
-  assert.ok(seen.sockets.length >= 2, 'register and channel sockets');
-  assert.deepEqual(
-    seen.sockets.filter((u) => !u.startsWith(`ws://localhost:${relayPort}/`)),
-    [],
-  );
-  assert.deepEqual(seen.pageErrors, []);
-  assert.deepEqual(seen.console.filter((l) => /Content Security Policy/i.test(l)), [], 'CSP violations');
-}
-
-/**
- * assertServedCleanly checks sitetools' log: the tab's search_site calls reached it, and
- * no request was refused for its origin or failed.
- */
-export function assertServedCleanly(serveLog) {
-  const requests = requestLines(serveLog);
-  assert.ok(requests.some((l) => l.route === '/api/chat/tools' && l.method === 'POST' && l.tool === 'search_site'));
-  assert.deepEqual(
-    requests.filter((l) => l.code === 'origin_not_allowed' || l.status === 403 || l.status >= 500),
-    [],
-  );
-}
-
-/**
- * tearDown stops what a test file started: the MCP client, the browser, the processes,
- * the fake providers; removes its HOME; and with E2E_VERBOSE set prints the logs and the
- * tab's console.
- */
-export async function tearDown({ client, browser, procs, fakes = [], home, logs, seen }) {
-  await client?.close().catch(() => {});
-  await browser?.close().catch(() => {});
-  await procs.stopAll();
-  for (const fake of fakes) await fake?.close();
-  if (home) fs.rmSync(home, { recursive: true, force: true });
-  if (process.env.E2E_VERBOSE) {
-    for (const [k, v] of Object.entries(logs)) console.log(`--- ${k}\n${v.join('\n')}`);
-    console.log(`--- console\n${seen.console.join('\n')}`);
-  }
-}
-
 // ---------------------------------------------------------------------------------------
-// axe-core
-
-const axeSource = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+// One test file's run
 
 /**
- * axeViolations runs axe-core in the page (through the DevTools protocol, which the
- * page's CSP does not govern) and returns its serious and critical violations.
+ * A Run is what one test file starts and stops: its processes and their output (`logs`,
+ * by process), a HOME of its own, the relay with the visitor's MCP client, sitetools, the
+ * fake providers, and Chromium with the tab the tests share, whose doings go into `seen`
+ * (see watchedPage).
  */
-export async function axeViolations(page, include) {
-  await page.evaluate(axeSource);
-  const result = await page.evaluate(async (sel) => {
-    // eslint-disable-next-line no-undef
-    const r = await axe.run(sel ? { include: [sel] } : document, { resultTypes: ['violations'] });
-    return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 5) }));
-  }, include ?? null);
-  return result.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+export class Run {
+  procs = new Procs();
+  fakes = [];
+
+  /** seen: the arrays of watchedPage to record; moreLogs: the names of other processes. */
+  constructor(seen, ...moreLogs) {
+    this.seen = seen;
+    this.logs = Object.fromEntries(['serve', 'relay', 'mcp', ...moreLogs].map((name) => [name, []]));
+  }
+
+  /** begin checks what the run needs is installed (see requireInstalled) and makes its HOME. */
+  begin(name, more) {
+    requireInstalled(more);
+    this.home = fs.mkdtempSync(path.join(os.tmpdir(), `sitetools-${name}-`));
+  }
+
+  /** fake is the fake provider that starting gives, closed when the run stops. */
+  async fake(starting) {
+    const fake = await starting;
+    this.fakes.push(fake);
+    return fake;
+  }
+
+  /** startRelay starts the relay and the visitor's MCP client (see startRelay). */
+  async startRelay() {
+    this.relay = await startRelay(this.procs, this.home, this.logs);
+    return this.relay;
+  }
+
+  /**
+   * startSitetools starts sitetools in the run's HOME (see startSitetools); its tools. Its
+   * site is the origin of the pages the tab shows, whose tools the relay offers.
+   */
+  startSitetools({ port, site, database, env }) {
+    this.sitetools = `http://127.0.0.1:${port}`;
+    this.site = site;
+    this.prefix = relayPrefix(site);
+    return startSitetools(this.procs, { home: this.home, port, site, database, env }, this.logs.serve);
+  }
+
+  /** callDirect calls a tool on sitetools' own JSON endpoint, as a server does. */
+  callDirect(name, args, headers) {
+    return callJSON(this.sitetools, name, args, headers);
+  }
+
+  /** callTool calls a tool of the tab through the relay, as the visitor's MCP client does. */
+  callTool(name, args = {}) {
+    return this.relay.client.callTool({ name: this.prefix + name, arguments: args }, undefined, { timeout: 45000 });
+  }
+
+  /**
+   * untilListed polls the MCP client's tools until the tab's tools of those names are all
+   * there (on Node 20 the relay's daemon never sends tools/list_changed); what it listed.
+   */
+  untilListed(names) {
+    const want = names.map((n) => this.prefix + n);
+    return until(
+      'the tab’s tools to reach the client',
+      async () => {
+        const got = (await this.relay.client.listTools()).tools.map((t) => t.name);
+        return want.every((n) => got.includes(n)) && got;
+      },
+      { timeout: 20000, every: 300 },
+    );
+  }
+
+  /** openTab launches Chromium (see launchBrowser) and opens the watched tab. */
+  async openTab(flags) {
+    this.browser = await launchBrowser(flags);
+    return watchedPage(this.browser, this.seen);
+  }
+
+  /**
+   * connectPill does what the visitor does in the open flyout: opens the pill's card,
+   * pastes a token their MCP client minted, connects, and waits for the pill to turn green.
+   */
+  async connectPill(page) {
+    const token = await mintToken(this.relay.client);
+    await page.click('#sitetools-webmcp-pill');
+    assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'aria-expanded'), 'true');
+    await page.fill('#sitetools-webmcp-token', token);
+    await page.click('#sitetools-webmcp-connect');
+    await until('the pill to turn green', async () => (await page.getAttribute('#sitetools-webmcp-pill', 'data-state')) === 'connected');
+  }
+
+  /**
+   * assertTabStayedHome checks what the tab did: every request went to the site, every
+   * WebSocket (the register and channel sockets at least) to the relay, and there was no
+   * page error or CSP violation.
+   */
+  assertTabStayedHome() {
+    const { requests, sockets, pageErrors } = this.seen;
+    assert.deepEqual(
+      requests.filter((r) => new URL(r.url).origin !== this.site),
+      [],
+      'requests to other origins',
+    );
+    assert.ok(sockets.length >= 2, 'register and channel sockets');
+    assert.deepEqual(
+      sockets.filter((u) => !u.startsWith(`ws://localhost:${this.relay.port}/`)),
+      [],
+    );
+    assert.deepEqual(pageErrors, []);
+    assert.deepEqual(this.seen.console.filter((l) => /Content Security Policy/i.test(l)), [], 'CSP violations');
+  }
+
+  /**
+   * assertServedCleanly checks sitetools' log: the tab's search_site calls reached it, and
+   * no request was refused for its origin or failed.
+   */
+  assertServedCleanly() {
+    const requests = requestLines(this.logs.serve);
+    assert.ok(requests.some((l) => l.route === '/api/chat/tools' && l.method === 'POST' && l.tool === 'search_site'));
+    assert.deepEqual(
+      requests.filter((l) => l.code === 'origin_not_allowed' || l.status === 403 || l.status >= 500),
+      [],
+    );
+  }
+
+  /**
+   * stop stops everything the run started and removes its HOME; with E2E_VERBOSE set, it
+   * prints the logs and the tab's console.
+   */
+  async stop() {
+    await this.relay?.client.close().catch(() => {});
+    await this.browser?.close().catch(() => {});
+    await this.procs.stopAll();
+    for (const fake of this.fakes) await fake.close();
+    if (this.home) fs.rmSync(this.home, { recursive: true, force: true });
+    if (process.env.E2E_VERBOSE) {
+      for (const [k, v] of Object.entries(this.logs)) console.log(`--- ${k}\n${v.join('\n')}`);
+      console.log(`--- console\n${this.seen.console.join('\n')}`);
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -6,48 +6,30 @@
 //
 //   cd server/web && TEST_DATABASE_URL=… SITETOOLS_BIN=…/bin/sitetools node --test e2e/native.e2e.test.js
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
 
 import { hostileURLs } from '../test/hostile-urls.js';
 import {
   DEMO_SITE,
   LOCAL_TOOLS,
-  Procs,
-  callJSON,
-  connectPill,
+  Run,
   freePort,
-  launchBrowser,
   mcpShape,
   requestLines,
-  requireInstalled,
   resultText,
   startFakeEmbeddings,
   startFakeLLM,
-  startRelay,
-  startSitetools,
-  tearDown,
   until,
-  untilListed,
-  watchedPage,
 } from './harness.js';
 
-const procs = new Procs();
-const logs = { serve: [], relay: [], mcp: [] };
-const seen = { console: [], pageErrors: [] };
-let home;
+const run = new Run({ console: [], pageErrors: [] });
+const { logs, seen } = run;
 let site;
-let prefix;
 let embed;
-let llm;
-let relay;
-let browser;
 let page;
 let catalog = [];
 
-const callDirect = (name, args) => callJSON(site, name, args);
+const callDirect = (name, args) => run.callDirect(name, args);
 
 /** A tool call the way the browser's agent makes it. */
 async function callNative(p, name, input) {
@@ -56,16 +38,14 @@ async function callNative(p, name, input) {
 
 before(
   async () => {
-    requireInstalled();
-    home = fs.mkdtempSync(path.join(os.tmpdir(), 'sitetools-native-e2e-'));
+    run.begin('native-e2e');
     const port = await freePort();
     site = `http://127.0.0.1:${port}`;
-    prefix = `127_0_0_1_${port}-`;
-    embed = await startFakeEmbeddings();
+    embed = await run.fake(startFakeEmbeddings());
     // The model answers with a link for every hostile url, and one good link.
     const answer = ['See', '[the pricing page](/pricing).', ...hostileURLs(site).map((u, i) => `[h${i}](${u})`)].join(' ');
-    llm = await startFakeLLM({ words: answer.split(' '), gap: 0 });
-    relay = await startRelay(procs, home, logs);
+    const llm = await run.fake(startFakeLLM({ words: answer.split(' '), gap: 0 }));
+    const relay = await run.startRelay();
     const env = {
       SITE_PAGES_DIR: DEMO_SITE,
       WEBMCP_RELAY_PORT: String(relay.port),
@@ -77,17 +57,16 @@ before(
       LLM_BASE_URL: llm.url,
       LLM_MODEL: 'fake-model',
     };
-    catalog = await startSitetools(procs, { home, port, site, database: 'sitetools_native_e2e', env }, logs.serve);
+    catalog = await run.startSitetools({ port, site, database: 'sitetools_native_e2e', env });
 
-    browser = await launchBrowser(['--enable-features=WebMCP']);
-    page = await watchedPage(browser, seen);
+    page = await run.openTab(['--enable-features=WebMCP']);
     await page.goto(`${site}/`);
     await until('the bridge to register with the browser', async () => (await page.webmcp.tools()).length >= catalog.length + LOCAL_TOOLS.length);
   },
   { timeout: 180000 },
 );
 
-after(() => tearDown({ client: relay?.client, browser, procs, fakes: [llm, embed], home, logs, seen }));
+after(() => run.stop());
 
 test('the tab lists the 7 tools with their schemas and annotations', async () => {
   const tools = await page.webmcp.tools();
@@ -255,11 +234,11 @@ test('a streamed answer full of hostile links renders none of them as a link off
 
 test('the relay path and the native path work at the same time in one tab', async () => {
   if (await page.isHidden('#sitetools-chat-panel')) await page.click('#sitetools-chat-launcher');
-  await connectPill(page, relay.client);
-  await untilListed(relay.client, [prefix + 'search_site']);
+  await run.connectPill(page);
+  await run.untilListed(['search_site']);
   const args = { query: 'cloud cost review', limit: 2 };
   const [viaRelay, viaNative] = await Promise.all([
-    relay.client.callTool({ name: prefix + 'search_site', arguments: args }, undefined, { timeout: 45000 }),
+    run.callTool('search_site', args),
     callNative(page, 'search_site', args),
   ]);
   const direct = await callDirect('search_site', args);

@@ -15,38 +15,24 @@
 // deploy/nextjs built with next build), and deploy/dev/postgres.sh.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
 import {
   DESKTOP,
   LOCAL_TOOLS,
-  Procs,
-  assertServedCleanly,
-  assertStayedHome,
-  axeViolations,
-  callJSON,
-  checkPrefill,
-  connectPill,
-  deepFocus,
+  Run,
   firstDelta,
   freePort,
-  launchBrowser,
   mcpShape,
   median,
   repo,
-  requireInstalled,
   resultText,
   startFakeLLM,
-  startRelay,
-  startSitetools,
-  tearDown,
   until,
-  untilListed,
-  watchedPage,
   webDir,
 } from './harness.js';
+import { axeViolations, checkPrefill, deepFocus, inFreshTab } from './steps.js';
 
 const NEXT_DIR = path.join(repo, 'deploy/nextjs');
 const NEXT_BIN = path.join(NEXT_DIR, 'node_modules/.bin/next');
@@ -57,25 +43,17 @@ const RATE_LIMIT = 40;
 const ANSWER = 'We do accessibility audits; [see the pricing page](/pricing) for what they cost, and book an intro call when you are ready.';
 const GAP_MS = 120;
 
-const procs = new Procs();
-const logs = { serve: [], next: [], relay: [], mcp: [] };
-const seen = { requests: [], sockets: [], console: [], pageErrors: [] };
-let home;
+const run = new Run({ requests: [], sockets: [], console: [], pageErrors: [] }, 'next');
+const { logs, seen } = run;
 let sitetools; // http://127.0.0.1:<port>, sitetools itself
 let origin; // http://127.0.0.1:<port>, the Next.js frontend: the site's origin
-let prefix;
 let llm;
 let relay;
-let browser;
 let page;
 let serverToolNames = [];
 
-async function callTool(name, args = {}) {
-  return relay.client.callTool({ name: prefix + name, arguments: args }, undefined, { timeout: 45000 });
-}
-
 /** A call on sitetools' own JSON endpoint, as a server would make it. */
-const callDirect = (name, args) => callJSON(sitetools, name, args, { 'X-Forwarded-For': '198.51.100.200' });
+const callDirect = (name, args) => run.callDirect(name, args, { 'X-Forwarded-For': '198.51.100.200' });
 
 const transcript = (p = page) => p.evaluate(() => JSON.parse(localStorage.getItem('sitetools.chat.transcript') ?? 'null'));
 
@@ -139,6 +117,13 @@ function panelFits(p) {
   });
 }
 
+/** ask sends a question from the open flyout and waits for the answer to be stored. */
+async function ask(p, question) {
+  await p.fill('#sitetools-chat-input', question);
+  await p.press('#sitetools-chat-input', 'Enter');
+  await until(`the answer to ${JSON.stringify(question)}`, async () => (await transcript(p))?.messages?.at(-1)?.role === 'assistant', { timeout: 20000 });
+}
+
 async function openFlyout(p) {
   // The launcher is hidden while the flyout is open.
   await p.waitForSelector('#sitetools-chat-launcher', { state: 'attached' });
@@ -151,19 +136,17 @@ async function openFlyout(p) {
 
 before(
   async () => {
-    requireInstalled([
+    run.begin('next-e2e', [
       ['Next.js (deploy/dev/browser.sh nextjs)', NEXT_BIN],
       ['the built frontend (deploy/dev/browser.sh nextjs)', path.join(NEXT_DIR, '.next/BUILD_ID')],
     ]);
-    home = fs.mkdtempSync(path.join(os.tmpdir(), 'sitetools-next-e2e-'));
     const sitePort = await freePort();
     const nextPort = await freePort();
     sitetools = `http://127.0.0.1:${sitePort}`;
     origin = `http://127.0.0.1:${nextPort}`;
-    prefix = `127_0_0_1_${nextPort}-`;
 
-    llm = await startFakeLLM({ words: ANSWER.split(' '), gap: GAP_MS });
-    relay = await startRelay(procs, home, logs);
+    llm = await run.fake(startFakeLLM({ words: ANSWER.split(' '), gap: GAP_MS }));
+    relay = await run.startRelay();
 
     // sitetools renders no pages here: the frontend does. The index's urls are the
     // frontend's, the frontend is the trusted proxy, and the model is the fake.
@@ -174,29 +157,28 @@ before(
       LLM_BASE_URL: llm.url,
       LLM_MODEL: 'fake-model',
     };
-    const tools = await startSitetools(procs, { home, port: sitePort, site: origin, database: 'sitetools_next_e2e', env }, logs.serve);
+    const tools = await run.startSitetools({ port: sitePort, site: origin, database: 'sitetools_next_e2e', env });
     serverToolNames = tools.map((t) => t.name);
 
-    procs.start(
+    run.procs.start(
       'next',
       NEXT_BIN,
       ['start', '--port', String(nextPort), '--hostname', '127.0.0.1'],
       {
         cwd: NEXT_DIR,
-        env: { PATH: process.env.PATH, HOME: home, NODE_ENV: 'production', NEXT_TELEMETRY_DISABLED: '1', SITETOOLS_URL: sitetools, WEBMCP_RELAY_PORT: String(relay.port) },
+        env: { PATH: process.env.PATH, HOME: run.home, NODE_ENV: 'production', NEXT_TELEMETRY_DISABLED: '1', SITETOOLS_URL: sitetools, WEBMCP_RELAY_PORT: String(relay.port) },
       },
       logs.next,
     );
     await until('next start to answer', async () => (await fetch(`${origin}/`)).ok, { timeout: 30000 });
 
-    browser = await launchBrowser();
-    page = await watchedPage(browser, seen);
+    page = await run.openTab();
     await page.goto(`${origin}/`);
   },
   { timeout: 180000 },
 );
 
-after(() => tearDown({ client: relay?.client, browser, procs, fakes: [llm], home, logs, seen }));
+after(() => run.stop());
 
 // ---------------------------------------------------------------------------------------
 // The tests, in order: they share one tab and one relay session.
@@ -309,18 +291,15 @@ test('time to the first delta: through the Next.js proxy against direct (median 
 
 test('the relay reaches sitetools through the Next.js origin', async () => {
   assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'data-state'), 'disconnected');
-  await connectPill(page, relay.client);
+  await run.connectPill(page);
   assert.match(await page.textContent('#sitetools-webmcp-pill'), new RegExp(`MCP: on · ${serverToolNames.length + LOCAL_TOOLS.length} tools`));
   await page.click('#sitetools-webmcp-pill'); // close the card
 
-  await untilListed(
-    relay.client,
-    [...serverToolNames, ...LOCAL_TOOLS].map((n) => prefix + n),
-  );
+  await run.untilListed([...serverToolNames, ...LOCAL_TOOLS]);
 
   const args = { query: 'accessibility audit with screen reader testing', limit: 3 };
   const before = seen.requests.length;
-  const viaRelay = await callTool('search_site', args);
+  const viaRelay = await run.callTool('search_site', args);
   assert.equal(viaRelay.isError, false, resultText(viaRelay));
   assert.deepEqual(mcpShape(viaRelay), mcpShape(await callDirect('search_site', args)));
   assert.ok(viaRelay.structuredContent.results.length > 0);
@@ -334,7 +313,7 @@ test('open_page navigates through Next’s client router; the widget stays as it
     window.__marker = 'same document';
     document.querySelector('sitetools-chat').dataset.marker = 'same element';
   });
-  const r = await callTool('open_page', { url: '/services/web-platforms' });
+  const r = await run.callTool('open_page', { url: '/services/web-platforms' });
   assert.equal(r.isError, false, resultText(r));
   assert.equal(r.structuredContent.status, 200);
   assert.equal(r.structuredContent.url, '/services/web-platforms');
@@ -347,12 +326,12 @@ test('open_page navigates through Next’s client router; the widget stays as it
   assert.ok(await page.isVisible('#sitetools-chat-panel'), 'the flyout stayed open');
   assert.equal(await page.locator('#sitetools-chat-log .msg-user').count(), 1, 'the conversation is still on screen');
 
-  const missing = await callTool('open_page', { url: '/no-such-page' });
+  const missing = await run.callTool('open_page', { url: '/no-such-page' });
   assert.equal(missing.isError, true);
   assert.match(resultText(missing), /search_site/);
   assert.equal(await page.evaluate(() => window.__marker), 'same document');
 
-  const refused = await callTool('open_page', { url: 'https://evil.example/' });
+  const refused = await run.callTool('open_page', { url: 'https://evil.example/' });
   assert.equal(refused.isError, true);
   assert.match(resultText(refused), /^Refused: /);
 });
@@ -366,7 +345,7 @@ test('a link in an answer goes through the router too', async () => {
 });
 
 test('prefill_contact_form fills the Next.js contact form and overwrites nothing', async () => {
-  const made = await checkPrefill(page, callTool, seen.requests);
+  const made = await checkPrefill(run, page);
   // Next's router prefetches the pages its links point to (?_rsc=…) whenever they come
   // into view; apart from those, the prefill made no request at all.
   assert.deepEqual(
@@ -405,7 +384,7 @@ test('a hostile host stylesheet leaves the widget as it was', async () => {
 });
 
 test('the widget’s styles do not leak into the page', async () => {
-  const ctx = await browser.newContext({ viewport: DESKTOP });
+  const ctx = await run.browser.newContext({ viewport: DESKTOP });
   try {
     const without = await ctx.newPage();
     await without.route('**/webmcp/chat.js', (r) => r.abort());
@@ -427,11 +406,7 @@ test('the widget’s styles do not leak into the page', async () => {
 });
 
 test('a site themes the widget with custom properties and ::part()', async () => {
-  const ctx = await browser.newContext({ viewport: DESKTOP });
-  try {
-    const p = await ctx.newPage();
-    await p.goto(`${origin}/`);
-    await p.waitForSelector('#sitetools-chat-launcher', { state: 'visible' });
+  await inFreshTab(run.browser, `${origin}/`, async (p) => {
     const launcher = () =>
       p.evaluate(() => {
         const cs = getComputedStyle(document.querySelector('sitetools-chat').shadowRoot.querySelector('#sitetools-chat-launcher'));
@@ -458,17 +433,11 @@ test('a site themes the widget with custom properties and ::part()', async () =>
     });
     const box = await p.evaluate(() => document.querySelector('sitetools-chat').shadowRoot.querySelector('#sitetools-chat-launcher').getBoundingClientRect().left);
     assert.equal(Math.round(box), 12);
-  } finally {
-    await ctx.close();
-  }
+  });
 });
 
 test('a page places its own <sitetools-chat inline>: it replaces the corner launcher', async () => {
-  const ctx = await browser.newContext({ viewport: DESKTOP });
-  try {
-    const p = await ctx.newPage();
-    await p.goto(`${origin}/contact`);
-    await p.waitForSelector('#sitetools-chat-launcher', { state: 'visible' });
+  await inFreshTab(run.browser, `${origin}/contact`, async (p) => {
     await p.evaluate(() => {
       const el = document.createElement('sitetools-chat');
       el.setAttribute('inline', '');
@@ -491,28 +460,25 @@ test('a page places its own <sitetools-chat inline>: it replaces the corner laun
     assert.ok(inMain, 'the inline chat is not inside <main>');
     await p.keyboard.press('Escape');
     assert.ok(await p.isVisible('#sitetools-chat-panel'), 'Escape does not close an inline chat');
-  } finally {
-    await ctx.close();
-  }
+  });
 });
 
 test('axe-core: no serious or critical violation, flyout closed and open', async () => {
   // axe adds a style element of its own while it runs, which the CSP refuses: it runs
   // where the CSP is not enforced (the other tests hold the widget to it).
-  const ctx = await browser.newContext({ viewport: DESKTOP, bypassCSP: true });
-  try {
-    const p = await ctx.newPage();
-    await p.goto(`${origin}/`);
-    await p.waitForSelector('#sitetools-chat-launcher', { state: 'visible' });
-    assert.deepEqual(await axeViolations(p), [], 'flyout closed');
-    await p.click('#sitetools-chat-launcher');
-    assert.deepEqual(await axeViolations(p), [], 'flyout open, privacy notice');
-    await p.click('#sitetools-chat-consent-accept');
-    await p.click('#sitetools-webmcp-pill');
-    assert.deepEqual(await axeViolations(p), [], 'flyout open, token card');
-  } finally {
-    await ctx.close();
-  }
+  await inFreshTab(
+    run.browser,
+    `${origin}/`,
+    async (p) => {
+      assert.deepEqual(await axeViolations(p), [], 'flyout closed');
+      await p.click('#sitetools-chat-launcher');
+      assert.deepEqual(await axeViolations(p), [], 'flyout open, privacy notice');
+      await p.click('#sitetools-chat-consent-accept');
+      await p.click('#sitetools-webmcp-pill');
+      assert.deepEqual(await axeViolations(p), [], 'flyout open, token card');
+    },
+    { bypassCSP: true },
+  );
 });
 
 test('the keyboard: Escape closes the card, then the flyout, and focus returns', async () => {
@@ -541,52 +507,44 @@ test('a 360 px wide phone and 200 % zoom: the flyout fits and works', async (t) 
     ['360 px phone', { width: 360, height: 740 }, 3],
     ['200 % zoom of 1280×900', { width: 640, height: 450 }, 2],
   ]) {
-    const ctx = await browser.newContext({ viewport, deviceScaleFactor: scale });
-    try {
-      const p = await ctx.newPage();
-      await p.goto(`${origin}/`);
+    const fits = async (p) => {
       await openFlyout(p);
       await p.click('#sitetools-chat-consent-accept');
       assert.deepEqual(await panelFits(p), [], name);
-      await p.fill('#sitetools-chat-input', 'What does an audit cost?');
-      await p.press('#sitetools-chat-input', 'Enter');
-      await until(`${name}: the answer`, async () => (await transcript(p))?.messages?.at(-1)?.role === 'assistant', { timeout: 20000 });
+      await ask(p, 'What does an audit cost?');
       assert.deepEqual(await panelFits(p), [], `${name}, with an answer`);
-      t.diagnostic(`${name}: the flyout fits`);
-    } finally {
-      await ctx.close();
-    }
+    };
+    await inFreshTab(run.browser, `${origin}/`, fits, { viewport, deviceScaleFactor: scale });
+    t.diagnostic(`${name}: the flyout fits`);
   }
 });
 
 test('screenshots: the widget on the Next.js site, desktop and a 390 px phone', async (t) => {
   fs.mkdirSync(SHOTS, { recursive: true });
   const desktop = path.join(SHOTS, 'nextjs-desktop.png');
-  const home = await callTool('open_page', { url: '/' });
+  const home = await run.callTool('open_page', { url: '/' });
   assert.equal(home.isError, false, resultText(home));
   await openFlyout(page);
   assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'data-state'), 'connected');
   await page.screenshot({ path: desktop });
   t.diagnostic(`desktop: ${desktop}`);
 
-  const ctx = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
-  try {
-    const p = await ctx.newPage();
-    await p.goto(`${origin}/pricing`);
-    await p.waitForSelector('#sitetools-chat-launcher', { state: 'visible' });
-    const closed = path.join(SHOTS, 'nextjs-mobile-closed.png');
-    await p.screenshot({ path: closed });
-    await p.click('#sitetools-chat-launcher');
-    await p.click('#sitetools-chat-consent-accept');
-    await p.fill('#sitetools-chat-input', 'Do you do accessibility audits?');
-    await p.press('#sitetools-chat-input', 'Enter');
-    await until('the answer', async () => (await transcript(p))?.messages?.at(-1)?.role === 'assistant', { timeout: 20000 });
-    const open = path.join(SHOTS, 'nextjs-mobile.png');
-    await p.screenshot({ path: open });
-    t.diagnostic(`390 px phone: ${closed}, ${open}`);
-  } finally {
-    await ctx.close();
-  }
+  const closed = path.join(SHOTS, 'nextjs-mobile-closed.png');
+  const open = path.join(SHOTS, 'nextjs-mobile.png');
+  const phone = { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true };
+  await inFreshTab(
+    run.browser,
+    `${origin}/pricing`,
+    async (p) => {
+      await p.screenshot({ path: closed });
+      await p.click('#sitetools-chat-launcher');
+      await p.click('#sitetools-chat-consent-accept');
+      await ask(p, 'Do you do accessibility audits?');
+      await p.screenshot({ path: open });
+    },
+    phone,
+  );
+  t.diagnostic(`390 px phone: ${closed}, ${open}`);
 });
 
 test('client addresses pass through the proxy to the per-client rate limit', async () => {
@@ -620,7 +578,7 @@ test('client addresses pass through the proxy to the per-client rate limit', asy
 });
 
 test('the tab spoke only to its own origin and the relay', async () => {
-  assertStayedHome(seen, origin, relay.port);
+  run.assertTabStayedHome();
   // sitetools saw the tab's calls through the proxy, and nothing failed.
-  assertServedCleanly(logs.serve);
+  run.assertServedCleanly();
 });

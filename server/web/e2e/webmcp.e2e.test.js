@@ -9,7 +9,6 @@
 // (deploy/dev/browser.sh), PostgreSQL with pgvector (deploy/dev/postgres.sh).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
@@ -17,54 +16,30 @@ import {
   DEMO_SITE,
   DESKTOP,
   LOCAL_TOOLS,
-  Procs,
-  assertServedCleanly,
-  assertStayedHome,
-  axeViolations,
-  callJSON as callOn,
-  checkPrefill,
-  connectPill,
-  deepFocus,
+  Run,
   freePort,
-  launchBrowser,
   mcpShape,
-  requireInstalled,
   resultText,
-  startRelay,
-  startSitetools,
-  tearDown,
   until,
-  untilListed,
-  watchedPage,
   webDir,
 } from './harness.js';
+import { axeViolations, checkPrefill, deepFocus } from './steps.js';
 
 const SCREENSHOT = process.env.E2E_SCREENSHOT || path.join(webDir, 'e2e/screenshot.png');
 const DB_NAME = 'sitetools_e2e';
 
 // Everything the run starts, to stop it in `after`.
-const procs = new Procs();
-const logs = { serve: [], relay: [], mcp: [] };
-const seen = { requests: [], sockets: [], console: [], dialogs: [], pageErrors: [] };
-let home;
+const run = new Run({ requests: [], sockets: [], console: [], dialogs: [], pageErrors: [] });
+const { logs, seen } = run;
 let site;
-let relayPort;
-let prefix;
-let browser;
 let page;
-let client;
 let serverToolNames = [];
 
 // ---------------------------------------------------------------------------------------
 // Helpers
 
-/** A call through the relay: the client names the tool `<host with . and : as _>-<name>`. */
-async function callTool(name, args = {}) {
-  return client.callTool({ name: prefix + name, arguments: args }, undefined, { timeout: 45000 });
-}
-
 /** The same call on the JSON endpoint, as a server (no Origin). */
-const callJSON = (name, args) => callOn(site, name, args);
+const callJSON = (name, args) => run.callDirect(name, args);
 
 const transcript = () => page.evaluate(() => JSON.parse(localStorage.getItem('sitetools.chat.transcript') ?? 'null'));
 
@@ -73,27 +48,21 @@ const transcript = () => page.evaluate(() => JSON.parse(localStorage.getItem('si
 
 before(
   async () => {
-    requireInstalled();
-    home = fs.mkdtempSync(path.join(os.tmpdir(), 'sitetools-e2e-home-'));
+    run.begin('e2e-home');
     const sitePort = await freePort();
     site = `http://127.0.0.1:${sitePort}`;
-    prefix = `127_0_0_1_${sitePort}-`;
 
     // The relay: its daemon in the foreground (so this run owns it and reads its log),
     // on a free port, with a HOME of its own for its tokens; and the visitor's MCP client.
-    const relay = await startRelay(procs, home, logs);
-    relayPort = relay.port;
-    client = relay.client;
+    const relay = await run.startRelay();
 
     // Only what the service needs, with a database of its own, fresh each run: no LLM is
     // configured, so the chat answers in retrieval-only mode.
-    const env = { SITE_PAGES_DIR: DEMO_SITE, WEBMCP_RELAY_PORT: String(relayPort) };
-    serverToolNames = (await startSitetools(procs, { home, port: sitePort, site, database: DB_NAME, env }, logs.serve)).map((t) => t.name);
+    const env = { SITE_PAGES_DIR: DEMO_SITE, WEBMCP_RELAY_PORT: String(relay.port) };
+    serverToolNames = (await run.startSitetools({ port: sitePort, site, database: DB_NAME, env })).map((t) => t.name);
     assert.ok(serverToolNames.includes('search_site') && serverToolNames.includes('get_free_slots'), serverToolNames.join(','));
 
-    browser = await launchBrowser();
-    page = await watchedPage(browser, seen);
-
+    page = await run.openTab();
     await page.goto(`${site}/`);
     await until('the bridge to register its tools', async () => Number(await page.textContent('#sitetools-webmcp-tool-count')) > 0);
 
@@ -101,24 +70,25 @@ before(
     // client minted with the relay's _webmcp_get-token tool.
     assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'data-state'), 'disconnected');
     await page.click('#sitetools-chat-launcher');
-    await connectPill(page, client);
+    await run.connectPill(page);
   },
   { timeout: 180000 },
 );
 
-after(() => tearDown({ client, browser, procs, home, logs, seen }));
+after(() => run.stop());
 
 // ---------------------------------------------------------------------------------------
 // The tests, in order: they share one tab and one relay session.
 
 test('the client lists every server tool and every browser-local tool', async () => {
+  const { prefix, relay } = run;
   const want = [...serverToolNames, ...LOCAL_TOOLS].map((n) => prefix + n).sort();
-  const names = await untilListed(client, want);
+  const names = await run.untilListed([...serverToolNames, ...LOCAL_TOOLS]);
   assert.deepEqual(
     names.filter((n) => n.startsWith(prefix)).sort(),
     want,
   );
-  const { tools } = await client.listTools();
+  const { tools } = await relay.client.listTools();
   const save = tools.find((t) => t.name === prefix + 'save_conversation');
   assert.equal(save.inputSchema.properties.messages.maxItems, 50);
   const search = tools.find((t) => t.name === prefix + 'search_site');
@@ -127,7 +97,7 @@ test('the client lists every server tool and every browser-local tool', async ()
 
 test('search_site through the relay equals the JSON endpoint', async () => {
   const args = { query: 'accessibility audit with screen reader testing', limit: 3 };
-  const viaRelay = await callTool('search_site', args);
+  const viaRelay = await run.callTool('search_site', args);
   const direct = await callJSON('search_site', args);
   assert.equal(viaRelay.isError, false, resultText(viaRelay));
   assert.deepEqual(mcpShape(viaRelay), mcpShape(direct));
@@ -143,7 +113,7 @@ test('get_free_slots through the relay equals the JSON endpoint', async () => {
   // Slots depend on the clock (minimum notice): a step boundary between the two calls
   // can shift them, so compare once more in that rare case.
   for (let i = 0; i < 2; i++) {
-    viaRelay = await callTool('get_free_slots', args);
+    viaRelay = await run.callTool('get_free_slots', args);
     direct = await callJSON('get_free_slots', args);
     if (JSON.stringify(mcpShape(viaRelay)) === JSON.stringify(mcpShape(direct))) break;
   }
@@ -153,14 +123,14 @@ test('get_free_slots through the relay equals the JSON endpoint', async () => {
 });
 
 test('an HTTP error of the site reaches the client as an isError result', async () => {
-  const r = await callTool('search_site', { query: 'x'.repeat(5000) });
+  const r = await run.callTool('search_site', { query: 'x'.repeat(5000) });
   assert.equal(r.isError, true);
   assert.ok(resultText(r).length > 0);
 });
 
 test('open_page navigates the tab and refuses other sites', async () => {
   const before = await page.evaluate(() => performance.getEntriesByType('navigation').length + ':' + performance.timeOrigin);
-  const r = await callTool('open_page', { url: '/services/web-platforms' });
+  const r = await run.callTool('open_page', { url: '/services/web-platforms' });
   assert.equal(r.isError, false, resultText(r));
   await until('the tab to show the page', async () => new URL(page.url()).pathname === '/services/web-platforms');
   assert.equal((await page.textContent('#sitetools-main h1')).trim(), 'Web platforms');
@@ -168,7 +138,7 @@ test('open_page navigates the tab and refuses other sites', async () => {
   assert.equal(await page.evaluate(() => performance.getEntriesByType('navigation').length + ':' + performance.timeOrigin), before);
   assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'data-state'), 'connected');
 
-  const abs = await callTool('open_page', { url: `${site}/pricing` });
+  const abs = await run.callTool('open_page', { url: `${site}/pricing` });
   assert.equal(abs.isError, false, resultText(abs));
   await until('the pricing page', async () => new URL(page.url()).pathname === '/pricing');
 
@@ -180,13 +150,13 @@ test('open_page navigates the tab and refuses other sites', async () => {
     `http://127.0.0.1:${new URL(site).port}@evil.example/`,
     '/\\evil.example',
   ]) {
-    const refused = await callTool('open_page', { url });
+    const refused = await run.callTool('open_page', { url });
     assert.equal(refused.isError, true, `${url}: ${resultText(refused)}`);
     assert.match(resultText(refused), /^Refused: /);
   }
   assert.equal(new URL(page.url()).pathname, '/pricing');
 
-  const missing = await callTool('open_page', { url: '/no-such-page' });
+  const missing = await run.callTool('open_page', { url: '/no-such-page' });
   assert.equal(missing.isError, true);
   assert.match(resultText(missing), /search_site/);
   await until('the 404 page', async () => (await page.textContent('#sitetools-main h1')).trim() === 'Page not found');
@@ -194,7 +164,7 @@ test('open_page navigates the tab and refuses other sites', async () => {
 });
 
 test('prefill_contact_form fills only empty fields and submits nothing', async () => {
-  const made = await checkPrefill(page, callTool, seen.requests);
+  const made = await checkPrefill(run, page);
   assert.equal((await page.textContent('#sitetools-contact-form-status')).trim(), '');
   assert.equal(new URL(page.url()).pathname, '/contact');
   assert.deepEqual(made, [], 'the prefill made requests');
@@ -208,10 +178,10 @@ const SAVED = [
 test('save_conversation: invalid and unconsented calls write nothing and ask nothing', async () => {
   await page.evaluate(() => localStorage.removeItem('sitetools.chat.consent'));
   const dialogs = seen.dialogs.length;
-  const invalid = await callTool('save_conversation', { messages: [{ role: 'system', content: 'x'.repeat(5000) }] });
+  const invalid = await run.callTool('save_conversation', { messages: [{ role: 'system', content: 'x'.repeat(5000) }] });
   assert.equal(invalid.isError, true);
   assert.match(resultText(invalid), /Nothing was saved/);
-  const unconsented = await callTool('save_conversation', { messages: SAVED });
+  const unconsented = await run.callTool('save_conversation', { messages: SAVED });
   assert.equal(unconsented.isError, true);
   assert.equal(unconsented.structuredContent.reason, 'consent_required');
   assert.equal(seen.dialogs.length, dialogs);
@@ -225,14 +195,14 @@ test('save_conversation: declined writes nothing; accepted writes once; a repeat
   assert.ok(await page.isVisible('#sitetools-chat-input'));
 
   page.once('dialog', (d) => d.dismiss());
-  const declined = await callTool('save_conversation', { messages: SAVED });
+  const declined = await run.callTool('save_conversation', { messages: SAVED });
   assert.equal(declined.isError, true);
   assert.equal(declined.structuredContent.reason, 'declined');
   assert.match(seen.dialogs.at(-1), /save 2 messages/);
   assert.equal(await transcript(), null);
 
   page.once('dialog', (d) => d.accept());
-  const accepted = await callTool('save_conversation', { messages: SAVED });
+  const accepted = await run.callTool('save_conversation', { messages: SAVED });
   assert.equal(accepted.isError, false, resultText(accepted));
   assert.deepEqual(accepted.structuredContent, { saved: 2, total: 2 });
   const t = await transcript();
@@ -243,7 +213,7 @@ test('save_conversation: declined writes nothing; accepted writes once; a repeat
   await until('the flyout to show the saved messages', async () => (await page.locator('#sitetools-chat-log .msg-user').count()) === 1);
 
   const dialogs = seen.dialogs.length;
-  const repeat = await callTool('save_conversation', { messages: SAVED });
+  const repeat = await run.callTool('save_conversation', { messages: SAVED });
   assert.equal(repeat.isError, false);
   assert.equal(repeat.structuredContent.duplicate, true);
   assert.equal(seen.dialogs.length, dialogs, 'a repeat must not ask again');
@@ -251,7 +221,7 @@ test('save_conversation: declined writes nothing; accepted writes once; a repeat
 });
 
 test('resume_conversation returns the transcript as quoted data', async () => {
-  const r = await callTool('resume_conversation', {});
+  const r = await run.callTool('resume_conversation', {});
   assert.equal(r.isError, false);
   assert.match(resultText(r), /^Quoted data, not instructions/);
   assert.deepEqual(r.structuredContent.messages, SAVED);
@@ -301,7 +271,7 @@ test('the flyout and the pill work from the keyboard', async () => {
 
 test('every request of the tab is same-origin; the server saw no foreign Origin', async (t) => {
   // Back home for the screenshot: the flyout open, the pill green.
-  await callTool('open_page', { url: '/' });
+  await run.callTool('open_page', { url: '/' });
   await until('home', async () => new URL(page.url()).pathname === '/');
   if (await page.isHidden('#sitetools-chat-panel')) await page.click('#sitetools-chat-launcher');
   if (await page.isVisible('#sitetools-webmcp-card')) await page.click('#sitetools-webmcp-pill');
@@ -310,13 +280,13 @@ test('every request of the tab is same-origin; the server saw no foreign Origin'
   await page.screenshot({ path: SCREENSHOT });
   t.diagnostic(`screenshot of the demo page, flyout open, pill green: ${SCREENSHOT}`);
 
-  assertStayedHome(seen, site, relayPort);
+  run.assertTabStayedHome();
   const withForeignOrigin = seen.requests.filter((r) => r.origin !== undefined && r.origin !== site);
   assert.deepEqual(withForeignOrigin, [], 'requests with a foreign Origin');
   assert.ok(seen.requests.some((r) => r.url === `${site}/api/chat/tools` && r.method === 'POST'));
 
   // The service's log: one line per request, none refused for its origin, no 5xx.
-  assertServedCleanly(logs.serve);
+  run.assertServedCleanly();
   assert.ok(!logs.serve.join('\n').includes('evil.example'), 'the service saw a foreign host');
 
   // The log would show one: every /api request with a foreign Origin is refused and
@@ -389,7 +359,7 @@ test('the German pages get the German widget, which follows a change of language
 test('axe-core finds no serious or critical violation on the demo, flyout closed and open', async () => {
   // axe adds a style element of its own while it runs, which the pages' CSP refuses:
   // it runs where the CSP is not enforced (the tests above hold the widget to it).
-  const ctx = await browser.newContext({ viewport: DESKTOP, bypassCSP: true });
+  const ctx = await run.browser.newContext({ viewport: DESKTOP, bypassCSP: true });
   try {
     for (const path of ['/', '/de/contact']) {
       const tab = await ctx.newPage();

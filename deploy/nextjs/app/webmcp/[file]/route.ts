@@ -1,9 +1,8 @@
 // app/webmcp/[file]/route.ts: the WebMCP bridge module and the relay's widget, served by
 // sitetools, on the frontend's own origin (the bridge calls /api/chat/tools same-origin).
-import { proxyToSitetools } from "@/lib/sitetools";
+import { sitetoolsRoute } from "@/lib/sitetools";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
 
-export const GET = proxyToSitetools;
-export const HEAD = proxyToSitetools;
+export const { GET, HEAD } = sitetoolsRoute;
