@@ -48,6 +48,8 @@ fuzz:
 
 ## bench: throughput and latency against baselines measured in the same run
 bench:
+	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; } || \
+	  { echo "make bench needs wrk (apt-get install wrk)" >&2; exit 1; }
 	@url=$$($(PG) start) && TEST_DATABASE_URL=$$url $(GO) run ./bench && \
 	  deploy/dev/browser.sh chromium && cd server/web && node bench/render.bench.js
 

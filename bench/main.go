@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -131,7 +132,7 @@ func scenarios(svcAddr, bareAddr string, cat *tools.Catalog) []scenario {
 			name:     fmt.Sprintf("GET /api/chat/tools (200, %.1f KB)", float64(len(cat.JSON))/1024),
 			about:    about,
 			goal:     0.85,
-			same:     []string{"Content-Type", "ETag", "Cache-Control", "Vary"},
+			same:     []string{"Content-Type", "Content-Length", "ETag", "Cache-Control", "Vary"},
 			subject:  target{label: "sitetools", addr: svcAddr, req: list, want: http.StatusOK},
 			baseline: target{label: "net/http", addr: bareAddr, req: list, want: http.StatusOK},
 		},
@@ -159,6 +160,7 @@ func bareCatalog(cat *tools.Catalog) http.Handler {
 			return
 		}
 		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", strconv.Itoa(len(cat.JSON)))
 		_, _ = w.Write(cat.JSON)
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sitetools/sitetools/internal/config"
+	"github.com/sitetools/sitetools/internal/logs"
 
 	"github.com/jackc/pgx/v5"
 
@@ -112,7 +113,7 @@ func startService(ctx context.Context, dbURL, label string) (*service, error) {
 	}
 	// Logging stays on at info, as in production: formatting the request line is part
 	// of the cost being measured; only the write goes nowhere.
-	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := slog.New(logs.NewJSON(io.Discard, slog.LevelInfo)) // serve's logger, writing nowhere
 	ingest, err := ingestDemo(ctx, cfg, db, logger)
 	if err != nil {
 		db.Close()

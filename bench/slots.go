@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sitetools/sitetools/internal/app"
+	"github.com/sitetools/sitetools/internal/logs"
 
 	"github.com/sitetools/sitetools/internal/config"
 
@@ -142,7 +143,7 @@ func (p *slotsParts) start(ctx context.Context, cfg config.Config, from, now tim
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := slog.New(logs.NewJSON(io.Discard, slog.LevelInfo)) // serve's logger, writing nowhere
 	app, err := app.Wire(cfg, app.Parts{DB: p.db, Logger: logger, Bookings: bookings,
 		Register: func(r *tools.Registry) error { return r.Add(tool) }})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/rs/cors"
 
+	"github.com/sitetools/sitetools/internal/logs"
 	"github.com/sitetools/sitetools/tools"
 )
 
@@ -56,18 +57,28 @@ func (a *App) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		if !h.Enabled(ctx, level) {
 			return nil
 		}
+		var attrs [3]logs.Attr
+		n := 0
+		for _, k := range [...]struct{ key, attr string }{{ctxTool, "tool"}, {ctxChannel, "channel"}, {ctxErrorCode, "code"}} {
+			if v, ok := c.Get(k.key).(string); ok {
+				attrs[n] = logs.Attr{Key: k.attr, Value: v}
+				n++
+			}
+		}
+		method := c.Request().Method
+		if j, ok := h.(*logs.JSON); ok && j.Request(ctx, time.Now(), level, "request", method, route, status, latency.Microseconds(), attrs[:n]) {
+			return nil
+		}
 		// A record without a caller: the line's source is always this middleware.
 		r := slog.NewRecord(time.Now(), level, "request", 0)
 		r.AddAttrs(
-			slog.String("method", c.Request().Method),
+			slog.String("method", method),
 			slog.String("route", route),
 			slog.Int("status", status),
 			slog.Int64("latency_us", latency.Microseconds()),
 		)
-		for _, k := range [...]struct{ key, attr string }{{ctxTool, "tool"}, {ctxChannel, "channel"}, {ctxErrorCode, "code"}} {
-			if v, ok := c.Get(k.key).(string); ok {
-				r.AddAttrs(slog.String(k.attr, v))
-			}
+		for _, a := range attrs[:n] {
+			r.AddAttrs(slog.String(a.Key, a.Value))
 		}
 		_ = h.Handle(ctx, r)
 		return nil

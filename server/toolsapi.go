@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -23,6 +24,8 @@ func (a *App) listTools(c echo.Context) error {
 	if etagMatches(c.Request().Header.Get("If-None-Match"), cat.ETag) {
 		return c.NoContent(http.StatusNotModified)
 	}
+	// With its length known, the catalog goes out in one piece, not chunked.
+	h.Set("Content-Length", strconv.Itoa(len(cat.JSON)))
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, cat.JSON)
 }
 

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/sitetools/sitetools/internal/config"
+	"github.com/sitetools/sitetools/internal/logs"
 
 	"github.com/sitetools/sitetools/internal/app"
 	"github.com/sitetools/sitetools/internal/llm"
@@ -175,5 +176,5 @@ func migrate(ctx context.Context, args []string, stdout io.Writer) error {
 func newLogger(w io.Writer, level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	return slog.New(logs.NewJSON(w, l))
 }
