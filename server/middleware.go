@@ -41,7 +41,8 @@ func (a *App) observe(next echo.HandlerFunc) echo.HandlerFunc {
 			route = "unmatched"
 		}
 		status := c.Response().Status
-		latency := time.Since(start)
+		end := time.Now()
+		latency := end.Sub(start)
 		a.metrics.observeHTTP(route, c.Request().Method, status, latency)
 
 		level := slog.LevelInfo
@@ -66,11 +67,11 @@ func (a *App) observe(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}
 		method := c.Request().Method
-		if j, ok := h.(*logs.JSON); ok && j.Request(ctx, time.Now(), level, "request", method, route, status, latency.Microseconds(), attrs[:n]) {
+		if j, ok := h.(*logs.JSON); ok && j.Request(ctx, end, level, "request", method, route, status, latency.Microseconds(), attrs[:n]) {
 			return nil
 		}
 		// A record without a caller: the line's source is always this middleware.
-		r := slog.NewRecord(time.Now(), level, "request", 0)
+		r := slog.NewRecord(end, level, "request", 0)
 		r.AddAttrs(
 			slog.String("method", method),
 			slog.String("route", route),

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,6 +18,43 @@ import (
 type JSON struct {
 	*slog.JSONHandler
 	w *lockedWriter
+
+	// second is the request lines' last second formatted, up to the fraction; the
+	// zone after the fraction. A second is formatted once, not once per line.
+	second atomic.Pointer[formattedSecond]
+}
+
+type formattedSecond struct {
+	unix       int64
+	loc        *time.Location
+	offset     int
+	date, zone string
+}
+
+// appendTime appends t as time.RFC3339Nano formats it.
+func (h *JSON) appendTime(b []byte, t time.Time) []byte {
+	_, offset := t.Zone()
+	s := h.second.Load()
+	if s == nil || s.unix != t.Unix() || s.loc != t.Location() || s.offset != offset {
+		whole := t.Truncate(time.Second).Format(time.RFC3339)
+		s = &formattedSecond{unix: t.Unix(), loc: t.Location(), offset: offset, date: whole[:19], zone: whole[19:]}
+		h.second.Store(s)
+	}
+	b = append(b, s.date...)
+	if ns := t.Nanosecond(); ns != 0 {
+		var frac [10]byte
+		frac[0] = '.'
+		for i, n := 9, ns; i >= 1; i-- {
+			frac[i] = byte('0' + n%10)
+			n /= 10
+		}
+		end := 10
+		for frac[end-1] == '0' {
+			end--
+		}
+		b = append(b, frac[:end]...)
+	}
+	return append(b, s.zone...)
 }
 
 // NewJSON returns a handler writing to w at level and above.
@@ -60,7 +98,7 @@ func (h *JSON) Request(ctx context.Context, t time.Time, level slog.Level, msg, 
 	}
 	bp := bufs.Get().(*[]byte)
 	b := append((*bp)[:0], `{"time":"`...)
-	b = t.Round(0).AppendFormat(b, time.RFC3339Nano)
+	b = h.appendTime(b, t.Round(0))
 	b = append(b, `","level":"`...)
 	b = append(b, level.String()...)
 	b = append(b, `","msg":"`...)

@@ -22,6 +22,12 @@ func TestRequestLineIsSlogs(t *testing.T) {
 		time.Date(2026, 1, 1, 0, 0, 0, 1000, time.FixedZone("", -3*3600-1800)),
 		time.Now(), // with a monotonic reading
 	}
+	// The same second in other zones and with other fractions, one after the other, as
+	// the formatted second is remembered.
+	base := time.Date(2026, 12, 1, 19, 5, 3, 0, time.UTC)
+	for _, ns := range []int{0, 1, 10, 100000000, 120000000, 123000000, 999999999, 500} {
+		times = append(times, base.Add(time.Duration(ns)), base.Add(time.Duration(ns)).In(berlin), base.Add(time.Duration(ns)).In(time.FixedZone("", 3600)))
+	}
 	attrSets := [][]Attr{nil, {{"tool", "search_site"}}, {{"tool", "get_free_slots"}, {"channel", "webmcp"}, {"code", "rate_limited"}}}
 	for _, tm := range times {
 		for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError} {
