@@ -242,7 +242,7 @@ func (t *turnState) converse(ctx context.Context, turn Turn) error {
 		toolsAllowed := round < a.opts.MaxToolRounds
 		req := llm.ChatRequest{Messages: msgs, MaxTokens: a.opts.MaxOutputTokens}
 		proto.prepare(&req, cat, toolsAllowed)
-		reply, err := t.complete(ctx, req, proto.textual())
+		reply, err := t.complete(ctx, req, cat.estimate(req), proto.textual())
 		if err != nil {
 			return t.providerFailed(ctx, turn, round, err)
 		}

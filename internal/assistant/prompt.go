@@ -42,6 +42,9 @@ type catalog struct {
 	byName map[string]tools.Definition
 	native []llm.ChatTool
 	system string // the system message for the assistant's mode
+	// systemTokens and toolTokens are llm.EstimateChatTokens' share of the system
+	// message and of the native tools, counted once: every provider call sends both.
+	systemTokens, toolTokens int
 }
 
 // buildCatalog renders the read-only tools of cat for the model.
@@ -72,7 +75,25 @@ func buildCatalog(cat *tools.Catalog, persona, mode string) *catalog {
 		fmt.Fprintf(&sb, "\n"+jsonProtocol, "["+strings.Join(listed, ",\n")+"]")
 	}
 	c.system = sb.String()
+	base := llm.EstimateChatTokens(llm.ChatRequest{})
+	c.systemTokens = llm.EstimateChatTokens(llm.ChatRequest{Messages: []llm.ChatMessage{{Role: "system", Content: c.system}}}) - base
+	c.toolTokens = llm.EstimateChatTokens(llm.ChatRequest{Tools: c.native}) - base
 	return c
+}
+
+// estimate is llm.EstimateChatTokens(req) without tokenizing again the system message
+// and the tools, when req begins with the catalog's and offers its (or none).
+func (c *catalog) estimate(req llm.ChatRequest) int {
+	ownTools := len(req.Tools) == 0 || len(req.Tools) == len(c.native) && &req.Tools[0] == &c.native[0]
+	if len(req.Messages) == 0 || req.Messages[0].Role != "system" || req.Messages[0].Content != c.system ||
+		len(req.Messages[0].ToolCalls) > 0 || !ownTools {
+		return llm.EstimateChatTokens(req)
+	}
+	n := llm.EstimateChatTokens(llm.ChatRequest{Messages: req.Messages[1:]}) + c.systemTokens
+	if len(req.Tools) > 0 {
+		n += c.toolTokens
+	}
+	return n
 }
 
 // dataBlock is v as JSON (with <, > and & escaped, so that nothing inside can close the

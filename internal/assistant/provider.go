@@ -14,12 +14,12 @@ type reply struct {
 	request bool // JSON mode: the text is a tool request, not for the visitor
 }
 
-// complete makes one provider call behind the budget and records it. In JSON mode the
-// start of the answer is held back until it is clear whether it is text for the visitor
-// (streamed from then on) or a tool request (never shown).
-func (t *turnState) complete(ctx context.Context, req llm.ChatRequest, jsonMode bool) (*reply, error) {
+// complete makes one provider call, whose prompt is estimated at prompt tokens, behind
+// the budget and records it. In JSON mode the start of the answer is held back until it
+// is clear whether it is text for the visitor (streamed from then on) or a tool request
+// (never shown).
+func (t *turnState) complete(ctx context.Context, req llm.ChatRequest, prompt int, jsonMode bool) (*reply, error) {
 	a := t.a
-	prompt := llm.EstimateChatTokens(req)
 	var reservation *budget.Reservation
 	if a.opts.Budget != nil {
 		r, err := a.opts.Budget.Reserve(ctx, int64(prompt+req.MaxTokens))

@@ -82,7 +82,8 @@ type ChatOptions struct {
 	// connection failure, before any of the answer has arrived. Default 1; negative
 	// means never.
 	MaxRetries int
-	// HTTPClient sends the requests. Default: a client on http.DefaultTransport.
+	// HTTPClient sends the requests. Default: a client on a copy of
+	// http.DefaultTransport that keeps up to 64 idle connections per provider.
 	HTTPClient *http.Client
 	// Logger receives a line per retry (status, attempt, wait; never message text).
 	// Nil discards.

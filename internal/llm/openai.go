@@ -46,7 +46,8 @@ type OpenAIOptions struct {
 	// takes precedence.
 	BaseBackoff time.Duration
 	MaxBackoff  time.Duration
-	// HTTPClient sends the requests. Default: a client on http.DefaultTransport.
+	// HTTPClient sends the requests. Default: a client on a copy of
+	// http.DefaultTransport that keeps up to 64 idle connections per provider.
 	HTTPClient *http.Client
 	// Logger receives a line per retry (status, attempt, wait; never input text).
 	// Nil discards.
@@ -139,11 +140,27 @@ func orDiscard(log *slog.Logger) *slog.Logger {
 	return log
 }
 
+// providerTransport is the default clients' transport: http.DefaultTransport's, but
+// keeping up to providerIdleConns idle connections to a provider instead of two, so that
+// concurrent chat streams to a provider over HTTP/1.1 (a local model server) reuse their
+// connections instead of dialing one for most calls.
+var providerTransport = func() http.RoundTripper {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	t = t.Clone()
+	t.MaxIdleConnsPerHost = providerIdleConns
+	return t
+}()
+
+const providerIdleConns = 64
+
 // newClient returns a go-openai client for an OpenAI-compatible API whose HTTP client
 // reads providers' Retry-After hints for our retries.
 func newClient(apiKey, baseURL string, hc *http.Client) *openai.Client {
 	if hc == nil {
-		hc = &http.Client{}
+		hc = &http.Client{Transport: providerTransport}
 	}
 	cfg := openai.DefaultConfig(apiKey)
 	cfg.BaseURL = strings.TrimRight(baseURL, "/")

@@ -19,9 +19,10 @@ import (
 // ChatServer is a fake OpenAI-compatible chat completions provider
 // (POST /v1/chat/completions, streaming only). It answers each request with the next
 // scripted ChatReply in the real wire format (SSE lines "data: {chat.completion.chunk}",
-// then "data: [DONE]"), counts calls, records every request it receives, and notices
-// when a client cancels one. It checks requests as OpenAI does where that catches
-// mistakes: a tool message must answer a preceding assistant tool call.
+// then "data: [DONE]"), counts calls, records every request it receives (until
+// DiscardRequests), and notices when a client cancels one. It checks requests as OpenAI
+// does where that catches mistakes: a tool message must answer a preceding assistant tool
+// call.
 type ChatServer struct {
 	*httptest.Server
 
@@ -33,6 +34,8 @@ type ChatServer struct {
 	script   []ChatReply
 	fallback func(n int, req ChatRequest) ChatReply
 	requests []ChatRequest
+	received int  // requests received, recorded or not
+	forget   bool // DiscardRequests: count requests without keeping them
 }
 
 // ChatReply scripts the answer to one request.
@@ -51,6 +54,9 @@ type ChatReply struct {
 	Hang bool
 	// ChunkDelay is waited before each chunk.
 	ChunkDelay time.Duration
+	// FirstDelay is waited once, before the first chunk (the response headers go out
+	// with it), as a model's time to first token; ChunkDelay is waited as well.
+	FirstDelay time.Duration
 	// OmitUsage leaves out the usage chunk even when the request asks for it.
 	OmitUsage bool
 }
@@ -121,6 +127,14 @@ type ChatToolDef struct {
 // a script it answers every request with a short text.
 func NewChatServer(t testing.TB) *ChatServer {
 	t.Helper()
+	s := StartChatServer()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// StartChatServer starts a fake chat provider outside a test (the bench); the caller
+// closes it. Without a script it answers every request with a short text.
+func StartChatServer() *ChatServer {
 	s := &ChatServer{cancelCh: make(chan struct{}, 64)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
@@ -132,7 +146,6 @@ func NewChatServer(t testing.TB) *ChatServer {
 		s.calls.Add(1)
 		mux.ServeHTTP(w, r)
 	}))
-	t.Cleanup(s.Close)
 	return s
 }
 
@@ -151,6 +164,14 @@ func (s *ChatServer) SetFallback(f func(n int, req ChatRequest) ChatReply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fallback = f
+}
+
+// DiscardRequests stops recording requests, for a long run: Requests returns those
+// received before, and the fallback's n still counts every request.
+func (s *ChatServer) DiscardRequests() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forget = true
 }
 
 // Calls is the number of requests received, failed ones included.
@@ -190,8 +211,11 @@ func (s *ChatServer) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	req.Body = body
 	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	n := len(s.requests)
+	s.received++
+	n := s.received
+	if !s.forget {
+		s.requests = append(s.requests, req)
+	}
 	var reply ChatReply
 	switch {
 	case len(s.script) > 0:
@@ -266,17 +290,26 @@ type chunkWriter struct {
 	includeUsage bool
 }
 
+// wait waits d; false means the client went away first.
+func (c *chunkWriter) wait(d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	select {
+	case <-c.r.Context().Done():
+		t.Stop()
+		c.s.noteCancel()
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
 // send writes one chunk; false means the client went away.
 func (c *chunkWriter) send(choices []any, usage any) bool {
-	if c.delay > 0 {
-		t := time.NewTimer(c.delay)
-		select {
-		case <-c.r.Context().Done():
-			t.Stop()
-			c.s.noteCancel()
-			return false
-		case <-t.C:
-		}
+	if !c.wait(c.delay) {
+		return false
 	}
 	chunk := map[string]any{"id": c.id, "object": "chat.completion.chunk", "created": c.created,
 		"model": c.req.Model, "system_fingerprint": "fp_fake", "choices": choices}
@@ -327,7 +360,7 @@ func (s *ChatServer) stream(w http.ResponseWriter, r *http.Request, n int, req C
 	w.WriteHeader(http.StatusOK)
 	c := &chunkWriter{s: s, w: w, r: r, req: req, delay: reply.ChunkDelay, id: fmt.Sprintf("chatcmpl-fake%d", n),
 		created: time.Now().Unix(), includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
-	if !c.delta(map[string]any{"role": "assistant", "content": ""}, nil) {
+	if !c.wait(reply.FirstDelay) || !c.delta(map[string]any{"role": "assistant", "content": ""}, nil) {
 		return
 	}
 	var out strings.Builder
