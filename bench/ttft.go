@@ -304,25 +304,36 @@ func (b *ttftBench) once(ctx context.Context, k ttftKind) (time.Duration, error)
 	return b.turn(ctx, body, k == kindTool)
 }
 
-// turn posts one chat turn and returns the time to its first message.delta; the stream
-// must then end with message.done, after a successful search_site call before the
-// first text exactly when withTool.
-func (b *ttftBench) turn(ctx context.Context, body []byte, withTool bool) (time.Duration, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+b.addr+"/api/chat", bytes.NewReader(body))
+// post sends body as JSON to url and returns when it was sent and the response, whose
+// status is 200.
+func (b *ttftBench) post(ctx context.Context, url string, body []byte) (time.Time, *http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return 0, err
+		return time.Time{}, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	start := time.Now()
 	resp, err := b.client.Do(req)
 	if err != nil {
+		return start, nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return start, nil, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return start, resp, nil
+}
+
+// turn posts one chat turn and returns the time to its first message.delta; the stream
+// must then end with message.done, after a successful search_site call before the
+// first text exactly when withTool.
+func (b *ttftBench) turn(ctx context.Context, body []byte, withTool bool) (time.Duration, error) {
+	start, resp, err := b.post(ctx, "http://"+b.addr+"/api/chat", body)
+	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("status %d", resp.StatusCode)
-	}
 	r := bufio.NewReader(resp.Body)
 	var lat time.Duration
 	var before, after []string // event names before and after the first delta
@@ -378,20 +389,11 @@ func checkTurn(before, after []string, withTool bool) error {
 // fakeAlone posts body, a request as sitetools sends it, to the fake model directly and
 // returns the time to the first chunk with text; it reads the rest of the stream.
 func (b *ttftBench) fakeAlone(ctx context.Context, body []byte) (time.Duration, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.fake.BaseURL()+"/chat/completions", bytes.NewReader(body))
+	start, resp, err := b.post(ctx, b.fake.BaseURL()+"/chat/completions", body)
 	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	start := time.Now()
-	resp, err := b.client.Do(req)
-	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("fake model: %w", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("fake model: status %d", resp.StatusCode)
-	}
 	r := bufio.NewReader(resp.Body)
 	var lat time.Duration
 	done := false
