@@ -24,7 +24,8 @@ demo: build
 	  echo "sitetools demo on http://$(DEMO_LISTEN) (admin http://$(DEMO_ADMIN_LISTEN), token $(DEMO_ADMIN_TOKEN)); Ctrl-C stops" && \
 	  DATABASE_URL=$$url LISTEN_ADDR=$(DEMO_LISTEN) ADMIN_LISTEN_ADDR=$(DEMO_ADMIN_LISTEN) \
 	  ADMIN_TOKEN=$(DEMO_ADMIN_TOKEN) SITE_URL=http://$(DEMO_LISTEN) AVAILABILITY_CONFIG=deploy/availability.example.yaml \
-	  SITE_PAGES_DIR=deploy/demo/site CHAT_PERSONA_FILE=deploy/demo/persona.md exec bin/sitetools serve
+	  SITE_PAGES_DIR=deploy/demo/site CHAT_PERSONA_FILE=deploy/demo/persona.md \
+	  SEARCH_SYNONYMS_FILE=deploy/demo/synonyms.txt exec bin/sitetools serve
 
 ## test: provision PostgreSQL with pgvector (or use TEST_DATABASE_URL) and run every test.
 ## The browser side (Chromium, npm packages, next build) is set up while the Go tests run;

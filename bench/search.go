@@ -102,13 +102,13 @@ func searchScenario(ctx context.Context, svc *service, base *postgres.DB, conns 
 	}
 	sql, v := postgres.SearchSQL(svc.cfg.Embeddings.Dimensions), pgvector.NewVector(vec)
 	direct := func(ctx context.Context) ([]sitesearch.Hit, error) {
-		rows, err := base.Pool.Query(ctx, sql, searchQuery, v, searchLimit, "", "")
+		rows, err := base.Pool.Query(ctx, sql, searchQuery, v, searchLimit, "", "", []string{}, []string{}, "")
 		if err != nil {
 			return nil, err
 		}
 		return pgx.CollectRows(rows, func(r pgx.CollectableRow) (sitesearch.Hit, error) {
 			var h sitesearch.Hit
-			err := r.Scan(&h.Title, &h.URL, &h.Anchor, &h.Snippet, &h.Score)
+			err := r.Scan(&h.Title, &h.URL, &h.Anchor, &h.Snippet, &h.Score, &h.Matched)
 			return h, err
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 
 	"github.com/sitetools/sitetools/internal/config"
 	"github.com/sitetools/sitetools/internal/embedcache"
@@ -72,9 +73,31 @@ func newSearch(ctx context.Context, cfg config.Config, db *postgres.DB, logger *
 	if err != nil {
 		return nil, err
 	}
+	synonyms, err := LoadSynonyms(cfg.Search.SynonymsFile)
+	if err != nil {
+		return nil, err
+	}
 	s.Tools, err = sitesearch.Tools(sitesearch.Options{
-		Index: index, Embedder: s.Embedder,
+		Index: index, Embedder: s.Embedder, Synonyms: synonyms,
 		MaxQueryChars: cfg.Search.MaxQueryChars, MaxQueryTokens: cfg.Search.MaxQueryTokens,
 	})
 	return s, err
+}
+
+// LoadSynonyms reads SEARCH_SYNONYMS_FILE; "" is none. Every problem of the file is
+// reported, each with its line.
+func LoadSynonyms(path string) (*sitesearch.Synonyms, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("SEARCH_SYNONYMS_FILE: %w", err)
+	}
+	defer f.Close()
+	s, err := sitesearch.ParseSynonyms(f)
+	if err != nil {
+		return nil, fmt.Errorf("SEARCH_SYNONYMS_FILE %s:\n%w", path, err)
+	}
+	return s, nil
 }

@@ -101,6 +101,7 @@ func (c Chat) MaxMessageChars() int { return min(c.MaxChars, 8000) }
 type Search struct {
 	MaxQueryChars  int
 	MaxQueryTokens int
+	SynonymsFile   string // SEARCH_SYNONYMS_FILE; "" none
 }
 
 // Retention says how long the rows that grow with use are kept; a zero field keeps them.
@@ -153,6 +154,7 @@ func Load(getenv func(string) string, areas ...Area) (Config, error) {
 			c.Search = Search{
 				MaxQueryChars:  l.integer("SEARCH_MAX_QUERY_CHARS", 300, 10, 10000),
 				MaxQueryTokens: l.integer("SEARCH_MAX_QUERY_TOKENS", 96, 4, 8192),
+				SynonymsFile:   l.str("SEARCH_SYNONYMS_FILE", ""),
 			}
 		case AreaChat:
 			c.Chat.load(l)

@@ -102,10 +102,19 @@ const rrfK = 60
 // so a question needs not contain every word of a page.
 const searchSQL = `
 WITH q AS (
-	SELECT (coalesce(en.q, ''::tsquery) || coalesce(de.q, ''::tsquery) || coalesce(si.q, ''::tsquery)) AS fq
-	FROM (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('english', $1))) l) en,
-	     (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('german', $1))) l) de,
-	     (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('simple', $1))) l) si
+	SELECT fq, sq, cq, fq || sq || cq AS aq FROM (SELECT
+		(SELECT coalesce(en.q, ''::tsquery) || coalesce(de.q, ''::tsquery) || coalesce(si.q, ''::tsquery)
+		 FROM (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('english', $1))) l WHERE $8 <> 'de') en,
+		      (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('german', $1))) l WHERE $8 <> 'en') de,
+		      (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('simple', $1))) l) si) AS fq,
+		-- A synonym or a correction matches as a whole: the words of a phrase together.
+		(SELECT coalesce(string_agg('(' || t::text || ')', ' | ')::tsquery, ''::tsquery) FROM (
+			SELECT plainto_tsquery('english', x) || plainto_tsquery('german', x) || plainto_tsquery('simple', x) AS t
+			FROM unnest($6::text[]) x) s WHERE numnode(t) > 0) AS sq,
+		(SELECT coalesce(string_agg('(' || t::text || ')', ' | ')::tsquery, ''::tsquery) FROM (
+			SELECT plainto_tsquery('english', x) || plainto_tsquery('german', x) || plainto_tsquery('simple', x) AS t
+			FROM unnest($7::text[]) x) s WHERE numnode(t) > 0) AS cq
+	) parts
 ),
 vec AS (
 	SELECT id, row_number() OVER (ORDER BY dist) AS rank FROM (
@@ -117,31 +126,39 @@ vec AS (
 ),
 fts AS (
 	SELECT id, row_number() OVER (ORDER BY r DESC, id) AS rank FROM (
-		SELECT c.id, ts_rank_cd(c.tsv, q.fq, 32) AS r
+		SELECT c.id, ts_rank_cd(c.tsv, q.aq, 32) AS r
 		FROM chunks c JOIN pages p ON p.id = c.page_id, q
-		WHERE numnode(q.fq) > 0 AND c.tsv @@ q.fq AND ($4 = '' OR p.lang = $4) AND p.path LIKE $5 || '%%'
+		WHERE numnode(q.aq) > 0 AND c.tsv @@ q.aq AND ($4 = '' OR p.lang = $4) AND p.path LIKE $5 || '%%'
 		ORDER BY r DESC, c.id
 		LIMIT %[2]d) s
 ),
 fused AS (
-	SELECT id, sum(1.0 / (%[3]d + rank)) AS score FROM (SELECT * FROM vec UNION ALL SELECT * FROM fts) u GROUP BY id
+	SELECT id, sum(1.0 / (%[3]d + rank)) AS score, bool_or(leg = 'vector') AS by_vector FROM (
+		SELECT id, rank, 'vector' AS leg FROM vec UNION ALL SELECT id, rank, 'fulltext' FROM fts) u
+	GROUP BY id
 ),
 best AS (
-	SELECT DISTINCT ON (c.page_id) c.page_id, c.id, f.score
+	SELECT DISTINCT ON (c.page_id) c.page_id, c.id, f.score, f.by_vector
 	FROM fused f JOIN chunks c ON c.id = f.id
 	ORDER BY c.page_id, f.score DESC, c.ord
 )
 SELECT p.title, p.url, c.anchor,
-       CASE WHEN numnode(q.fq) > 0
-            THEN ts_headline(c.ts_config, c.body, q.fq, 'MaxWords=32, MinWords=16, MaxFragments=2, FragmentDelimiter=" … ", StartSel=**, StopSel=**')
+       CASE WHEN numnode(q.aq) > 0
+            THEN ts_headline(c.ts_config, c.body, q.aq, 'MaxWords=32, MinWords=16, MaxFragments=2, FragmentDelimiter=" … ", StartSel=**, StopSel=**')
             ELSE left(c.body, 240) END,
-       b.score
+       b.score,
+       array_remove(ARRAY[
+           CASE WHEN b.by_vector THEN 'vector' END,
+           CASE WHEN numnode(q.fq) > 0 AND c.tsv @@ q.fq THEN 'fulltext' END,
+           CASE WHEN numnode(q.sq) > 0 AND c.tsv @@ q.sq THEN 'synonym' END,
+           CASE WHEN numnode(q.cq) > 0 AND c.tsv @@ q.cq THEN 'corrected' END], NULL)
 FROM best b JOIN chunks c ON c.id = b.id JOIN pages p ON p.id = b.page_id, q
 ORDER BY b.score DESC, p.url
 LIMIT $3`
 
 // SearchSQL is the statement SiteIndex.Search runs for embeddings of dims dimensions, with
-// parameters (text, vector, limit, lang, pathPrefix). Benchmarks run it directly.
+// parameters (text, vector, limit, lang, pathPrefix, synonyms, corrections, analyze).
+// Benchmarks run it directly.
 func SearchSQL(dims int) string { return fmt.Sprintf(searchSQL, dims, candidates, rrfK) }
 
 // Search returns up to q.Limit pages, best first.
@@ -150,16 +167,24 @@ func (s *SiteIndex) Search(ctx context.Context, q sitesearch.Query) ([]sitesearc
 	if q.Vector != nil {
 		vec = pgvector.NewVector(q.Vector)
 	}
-	rows, err := s.db.Pool.Query(ctx, SearchSQL(s.dims), q.Text, vec, q.Limit, q.Lang, q.PathPrefix)
+	rows, err := s.db.Pool.Query(ctx, SearchSQL(s.dims), q.Text, vec, q.Limit, q.Lang, q.PathPrefix, nonNil(q.Synonyms), nonNil(q.Corrections), q.Analyze)
 	if err != nil {
 		return nil, Wrap("postgres.SiteIndex.Search", err)
 	}
 	hits, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (sitesearch.Hit, error) {
 		var h sitesearch.Hit
-		err := r.Scan(&h.Title, &h.URL, &h.Anchor, &h.Snippet, &h.Score)
+		err := r.Scan(&h.Title, &h.URL, &h.Anchor, &h.Snippet, &h.Score, &h.Matched)
 		return h, err
 	})
 	return hits, Wrap("postgres.SiteIndex.Search", err)
+}
+
+// nonNil is s, or an empty list: an array parameter, never NULL.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // Page finds a page by absolute URL or by path; nil when there is none.

@@ -90,6 +90,12 @@ func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestS
 	if st.Removed, err = in.Index.RemoveOthers(ctx, source, urls); err != nil {
 		return st, fmt.Errorf("sitesearch.Sync: %w", err)
 	}
+	// The words typo correction knows follow the pages; an unchanged site costs nothing.
+	if st.Added+st.Updated+st.Removed > 0 || in.Reindex {
+		if err := in.Index.RebuildVocabulary(ctx); err != nil {
+			return st, fmt.Errorf("sitesearch.Sync: %w", err)
+		}
+	}
 	return st, nil
 }
 

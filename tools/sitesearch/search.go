@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/sitetools/sitetools/internal/llm"
@@ -26,6 +27,8 @@ type Options struct {
 	MaxQueryChars  int // default 300
 	MaxQueryTokens int // default 96
 	MaxPageChars   int // get_page's bound, default 20 000
+	// Synonyms, when set, widen every query (SEARCH_SYNONYMS_FILE).
+	Synonyms *Synonyms
 }
 
 // Tools returns search_site and get_page.
@@ -71,13 +74,17 @@ func Tools(opts Options) ([]tools.Tool, error) {
 						"url": {"type": "string"},
 						"anchor": {"type": "string", "description": "The id of the section's heading: append #anchor to the url."},
 						"snippet": {"type": "string", "description": "Matching text; matches are marked **like this**."},
-						"score": {"type": "number"}
+						"score": {"type": "number"},
+						"matched": {"type": "array", "items": {"type": "string", "enum": ["vector", "fulltext", "synonym", "corrected"]},
+							"description": "Why the page ranked: a semantic neighbour, the query's own words, a synonym of them, a corrected word."}
 					},
-					"required": ["title", "url", "snippet", "score"],
+					"required": ["title", "url", "snippet", "score", "matched"],
 					"additionalProperties": false
 				}},
 				"degraded": {"type": "string", "enum": ["embedding_budget_exhausted", "embedding_unavailable"],
-					"description": "Set when only full-text search ran: semantic matching was unavailable."}
+					"description": "Set when only full-text search ran: semantic matching was unavailable."},
+				"corrected": {"type": "object", "additionalProperties": {"type": "string"},
+					"description": "Query words the site does not have, and the word searched for instead."}
 			},
 			"required": ["results"],
 			"additionalProperties": false
@@ -134,8 +141,9 @@ type searchArgs struct {
 }
 
 type searchOutput struct {
-	Results  []Hit  `json:"results"`
-	Degraded string `json:"degraded,omitempty"`
+	Results   []Hit             `json:"results"`
+	Degraded  string            `json:"degraded,omitempty"`
+	Corrected map[string]string `json:"corrected,omitempty"`
 }
 
 func (s *searcher) search(ctx context.Context, a searchArgs) (searchOutput, error) {
@@ -153,11 +161,41 @@ func (s *searcher) search(ctx context.Context, a searchArgs) (searchOutput, erro
 			Details: []tools.Detail{{Pointer: "/query", Message: fmt.Sprintf("at most %d tokens", s.opts.MaxQueryTokens)}},
 		}
 	}
-	vec, degraded, err := s.opts.Embedder.EmbedQuery(ctx, "search_site", a.Query)
+	// Typos and synonyms are the index's own words and the site owner's: no paid call.
+	corrected, err := s.correct(ctx, a.Query)
 	if err != nil {
 		return searchOutput{}, err
 	}
-	hits, err := s.opts.Index.Search(ctx, Query{Text: a.Query, Vector: vec, Limit: a.Limit, Lang: a.Lang, PathPrefix: a.PathPrefix})
+	// The query stays as asked; corrections and synonyms are searched for beside it
+	// (a "misspelling" may be a word of another language the site does not have).
+	q := Query{Text: a.Query, Limit: a.Limit, Lang: a.Lang, PathPrefix: a.PathPrefix}
+	for _, c := range corrected {
+		q.Corrections = append(q.Corrections, c)
+	}
+	slices.Sort(q.Corrections)
+	// A query in the language of the lang argument, else the one it is written in, else any.
+	lang := a.Lang
+	if lang == "" {
+		lang = DetectLang(a.Query)
+	}
+	q.Synonyms = s.opts.Synonyms.Expand(applyCorrections(a.Query, corrected), lang)
+	// The words are stemmed in the lang argument's language alone, which filters the
+	// pages to it too; a detected language chooses synonyms only: stemming a German
+	// question in German alone misses the English pages that answer it (measured in
+	// docs/search-quality.md).
+	if a.Lang == "en" || a.Lang == "de" {
+		q.Analyze = a.Lang
+	}
+	embedText := q.Text
+	if extra := append(slices.Clone(q.Corrections), q.Synonyms...); len(extra) > 0 {
+		embedText += " (" + strings.Join(extra, ", ") + ")"
+	}
+	vec, degraded, err := s.opts.Embedder.EmbedQuery(ctx, "search_site", embedText)
+	if err != nil {
+		return searchOutput{}, err
+	}
+	q.Vector = vec
+	hits, err := s.opts.Index.Search(ctx, q)
 	if err != nil {
 		return searchOutput{}, err
 	}
@@ -167,7 +205,7 @@ func (s *searcher) search(ctx context.Context, a searchArgs) (searchOutput, erro
 	for i := range hits {
 		hits[i].Snippet = boundSnippet(hits[i].Snippet, maxSnippetRunes)
 	}
-	return searchOutput{Results: hits, Degraded: degraded}, nil
+	return searchOutput{Results: hits, Degraded: degraded, Corrected: corrected}, nil
 }
 
 type pageOutput struct {

@@ -52,6 +52,7 @@ type envOptions struct {
 	local    bool // the local embedder instead of the fake provider
 	timeout  time.Duration
 	maxChars int
+	synonyms string // a synonyms file, as SEARCH_SYNONYMS_FILE
 }
 
 // newSearchEnv ingests the demo site and serves search over real HTTP, with the
@@ -88,7 +89,11 @@ func newSearchEnv(t *testing.T, o envOptions) *searchEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	searchTools, err := sitesearch.Tools(sitesearch.Options{Index: postgres.NewSiteIndex(e.db, 384), Embedder: qe, MaxQueryChars: o.maxChars, MaxQueryTokens: 60})
+	synonyms, err := app.LoadSynonyms(o.synonyms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	searchTools, err := sitesearch.Tools(sitesearch.Options{Index: postgres.NewSiteIndex(e.db, 384), Embedder: qe, MaxQueryChars: o.maxChars, MaxQueryTokens: 60, Synonyms: synonyms})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +129,8 @@ type searchResult struct {
 	out    struct {
 		Results []sitesearch.Hit `json:"results"`
 		// Degraded is why only full-text ran.
-		Degraded string `json:"degraded"`
+		Degraded  string            `json:"degraded"`
+		Corrected map[string]string `json:"corrected"`
 	}
 	errCode string
 }

@@ -22,6 +22,11 @@ type Index interface {
 	PageHash(ctx context.Context, url string) (hash string, ok bool, err error)
 	// SetSource records that an unchanged page now comes from source.
 	SetSource(ctx context.Context, url, source string) error
+	// Candidates returns, for each of words the index does not hold, the indexed words
+	// close to it; a word it holds has none.
+	Candidates(ctx context.Context, words []string) (map[string][]Candidate, error)
+	// RebuildVocabulary makes the words Candidates knows those of the pages held now.
+	RebuildVocabulary(ctx context.Context) error
 	// StoredVectors returns the embedding held for each of the content hashes it knows.
 	StoredVectors(ctx context.Context, hashes []string) (map[string][]float32, error)
 	// PutPage stores a page and replaces its chunks, all or nothing.
@@ -63,15 +68,24 @@ type Hit struct {
 	Anchor  string  `json:"anchor,omitempty"`
 	Snippet string  `json:"snippet"`
 	Score   float64 `json:"score"`
+	// Matched says why the page ranked: "vector" (semantic neighbour), "fulltext" (the
+	// query's own words), "synonym" (a synonym of them), "corrected" (a corrected word).
+	Matched []string `json:"matched"`
 }
 
 // Query is what Search looks for.
 type Query struct {
-	Text       string
-	Vector     []float32 // nil: full-text only
-	Limit      int
-	Lang       string // "" any
-	PathPrefix string // "" any
+	Text string
+	// Synonyms are terms the full-text search also looks for (SEARCH_SYNONYMS_FILE).
+	Synonyms []string
+	// Corrections are the indexed words meant by misspelled words of Text.
+	Corrections []string
+	// Analyze is the language Text's words are stemmed in: "en", "de", or "" both.
+	Analyze string
+	Vector      []float32 // nil: full-text only
+	Limit       int
+	Lang        string // "" any
+	PathPrefix  string // "" any
 }
 
 // StoredPage is a page as the index holds it.

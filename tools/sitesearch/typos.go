@@ -1,0 +1,118 @@
+package sitesearch
+
+import (
+	"context"
+	"strings"
+	"unicode/utf8"
+)
+
+// Candidate is an indexed word close to a query word the index does not hold.
+type Candidate struct {
+	Word       string
+	Chunks     int     // how many chunks hold it
+	Similarity float64 // trigram similarity to the query word, 0 to 1
+}
+
+// maxCorrectedWords bounds the words of one query looked up for typos.
+const maxCorrectedWords = 12
+
+// correct finds the query's words that the index does not hold and the indexed word each
+// most likely meant, with the same first letter: the fewest edits (a swap of two
+// neighbours is one), then the
+// likeliest spelling by trigram similarity, then the commoner word. Words shorter than
+// four letters, with digits, or with no candidate close enough stay as they are.
+func (s *searcher) correct(ctx context.Context, query string) (map[string]string, error) {
+	var words []string
+	for _, w := range queryWords(query) {
+		if n := utf8.RuneCountInString(w); n >= 4 && n <= 40 && !strings.ContainsAny(w, "0123456789") && len(words) < maxCorrectedWords {
+			words = append(words, w)
+		}
+	}
+	if len(words) == 0 {
+		return nil, nil
+	}
+	cands, err := s.opts.Index.Candidates(ctx, words)
+	if err != nil || len(cands) == 0 {
+		return nil, err
+	}
+	out := map[string]string{}
+	for w, list := range cands {
+		if best, ok := closest(w, list); ok {
+			out[w] = best
+		}
+	}
+	return out, nil
+}
+
+// maxEdits is how many edits a correction of a word of n letters may make: most typos
+// are one slip, and a looser bound turns words of another language into this one's.
+func maxEdits(n int) int {
+	if n < 8 {
+		return 1
+	}
+	return 2
+}
+
+func closest(w string, list []Candidate) (string, bool) {
+	limit := maxEdits(utf8.RuneCountInString(w))
+	best, bestD := Candidate{}, limit+1
+	first, _ := utf8.DecodeRuneInString(w)
+	for _, c := range list {
+		if f, _ := utf8.DecodeRuneInString(c.Word); f != first {
+			continue // a slip rarely hits the first letter; another word often differs there
+		}
+		d := editDistance(w, c.Word)
+		if d > limit {
+			continue
+		}
+		if d < bestD || d == bestD && (c.Similarity > best.Similarity ||
+			c.Similarity == best.Similarity && (c.Chunks > best.Chunks || c.Chunks == best.Chunks && c.Word < best.Word)) {
+			best, bestD = c, d
+		}
+	}
+	return best.Word, bestD <= limit
+}
+
+// editDistance is the optimal string alignment distance between a and b, in runes:
+// insertions, deletions, substitutions and swaps of two neighbours count one each.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev2 := make([]int, len(rb)+1)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(rb)]
+}
+
+// applyCorrections replaces the corrected words of query.
+func applyCorrections(query string, corrected map[string]string) string {
+	if len(corrected) == 0 {
+		return query
+	}
+	fields := strings.Fields(query)
+	for i, f := range fields {
+		words := queryWords(f)
+		if len(words) == 1 {
+			if c, ok := corrected[words[0]]; ok {
+				fields[i] = c
+			}
+		}
+	}
+	return strings.Join(fields, " ")
+}
