@@ -104,15 +104,15 @@ const searchSQL = `
 WITH q AS (
 	SELECT fq, sq, cq, fq || sq || cq AS aq FROM (SELECT
 		(SELECT coalesce(en.q, ''::tsquery) || coalesce(de.q, ''::tsquery) || coalesce(si.q, ''::tsquery)
-		 FROM (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('english', $1))) l WHERE $8 <> 'de') en,
-		      (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('german', $1))) l WHERE $8 <> 'en') de,
-		      (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('simple', $1))) l) si) AS fq,
+		 FROM (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('sitetools_english', $1))) l WHERE $8 <> 'de') en,
+		      (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('sitetools_german', $1))) l WHERE $8 <> 'en') de,
+		      (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('sitetools_simple', $1))) l) si) AS fq,
 		-- A synonym or a correction matches as a whole: the words of a phrase together.
 		(SELECT coalesce(string_agg('(' || t::text || ')', ' | ')::tsquery, ''::tsquery) FROM (
-			SELECT plainto_tsquery('english', x) || plainto_tsquery('german', x) || plainto_tsquery('simple', x) AS t
+			SELECT plainto_tsquery('sitetools_english', x) || plainto_tsquery('sitetools_german', x) || plainto_tsquery('sitetools_simple', x) AS t
 			FROM unnest($6::text[]) x) s WHERE numnode(t) > 0) AS sq,
 		(SELECT coalesce(string_agg('(' || t::text || ')', ' | ')::tsquery, ''::tsquery) FROM (
-			SELECT plainto_tsquery('english', x) || plainto_tsquery('german', x) || plainto_tsquery('simple', x) AS t
+			SELECT plainto_tsquery('sitetools_english', x) || plainto_tsquery('sitetools_german', x) || plainto_tsquery('sitetools_simple', x) AS t
 			FROM unnest($7::text[]) x) s WHERE numnode(t) > 0) AS cq
 	) parts
 ),

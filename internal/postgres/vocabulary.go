@@ -8,9 +8,9 @@ import (
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
 
-// vocabularySQL lists the words of the indexed chunks: the simple configuration's
-// lexemes (lower-case, not stemmed) that are 3 to 40 letters long.
-const vocabularySQL = `SELECT word, ndoc FROM ts_stat('SELECT to_tsvector(''simple'', context || '' '' || body) FROM chunks')
+// vocabularySQL lists the words of the indexed chunks: sitetools_simple's lexemes
+// (lower-case, without accents, not stemmed) that are 3 to 40 letters long.
+const vocabularySQL = `SELECT word, ndoc FROM ts_stat('SELECT to_tsvector(''sitetools_simple'', context || '' '' || body) FROM chunks')
 	WHERE word ~ '^[[:alpha:]]{3,40}$'`
 
 // RebuildVocabulary replaces the vocabulary with the words the chunks hold now, in one
@@ -31,8 +31,9 @@ func (s *SiteIndex) RebuildVocabulary(ctx context.Context) error {
 // are close to it: by trigram similarity, and those of about its length that start with
 // its letter and are at most two edits away.
 const candidatesSQL = `
-SELECT w, v.word, v.ndoc, similarity(v.word, w)
-FROM unnest($1::text[]) AS w
+SELECT w0, v.word, v.ndoc, similarity(v.word, w)
+FROM unnest($1::text[]) AS w0
+CROSS JOIN LATERAL (SELECT unaccent(w0) AS w) AS u
 CROSS JOIN LATERAL (
 	(SELECT word, ndoc FROM search_vocabulary WHERE word % w ORDER BY word <-> w LIMIT 20)
 	UNION
@@ -42,8 +43,8 @@ CROSS JOIN LATERAL (
 	 LIMIT 50)
 ) AS v
 WHERE NOT EXISTS (SELECT 1 FROM search_vocabulary x WHERE x.word = w)
-  AND numnode(plainto_tsquery('english', w)) > 0 AND numnode(plainto_tsquery('german', w)) > 0
-  AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.tsv @@ (plainto_tsquery('english', w) || plainto_tsquery('german', w)))`
+  AND numnode(plainto_tsquery('english', w)) > 0 AND numnode(plainto_tsquery('german', w0)) > 0
+  AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.tsv @@ (plainto_tsquery('sitetools_english', w0) || plainto_tsquery('sitetools_german', w0)))`
 
 // Candidates returns the indexed words close to each of words that the index does not
 // hold; a word it holds has none.

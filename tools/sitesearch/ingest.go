@@ -228,33 +228,34 @@ func pageBody(doc *content.Document) string {
 	return b.String()
 }
 
-// tsConfig is PostgreSQL's text search configuration for a language.
+// tsConfig is the text search configuration for a language: PostgreSQL's own for it,
+// in the twin that removes accents first (sitetools_english, …; migrations/00006).
 func tsConfig(lang string) string {
 	switch lang {
 	case "en":
-		return "english"
+		return "sitetools_english"
 	case "de":
-		return "german"
+		return "sitetools_german"
 	case "fr":
-		return "french"
+		return "sitetools_french"
 	case "es":
-		return "spanish"
+		return "sitetools_spanish"
 	case "it":
-		return "italian"
+		return "sitetools_italian"
 	case "nl":
-		return "dutch"
+		return "sitetools_dutch"
 	case "pt":
-		return "portuguese"
+		return "sitetools_portuguese"
 	case "sv":
-		return "swedish"
+		return "sitetools_swedish"
 	case "da":
-		return "danish"
+		return "sitetools_danish"
 	case "fi":
-		return "finnish"
+		return "sitetools_finnish"
 	case "no", "nb":
-		return "norwegian"
+		return "sitetools_norwegian"
 	case "ru":
-		return "russian"
+		return "sitetools_russian"
 	}
-	return "simple"
+	return "sitetools_simple"
 }

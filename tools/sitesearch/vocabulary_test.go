@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sitetools/sitetools/tools/sitesearch"
 )
 
 // TestTyposAreCorrected: a query word the site does not have is searched as the indexed
@@ -67,5 +68,19 @@ func TestSynonymsWidenTheQuery(t *testing.T) {
 		if slices.Contains(h.Matched, "synonym") || slices.Contains(h.Matched, "fulltext") {
 			t.Errorf("without synonyms, %s matched %v", h.URL, h.Matched)
 		}
+	}
+}
+
+// TestAccentsDoNotDecide: a query typed without accents finds the page's accented words
+// in the full-text leg ("Umea" for "Umeå"), and is not "corrected".
+func TestAccentsDoNotDecide(t *testing.T) {
+	e := newSearchEnv(t, envOptions{})
+	r := e.search(t, "Umea")
+	i := slices.IndexFunc(r.out.Results, func(h sitesearch.Hit) bool { return strings.HasSuffix(h.URL, "/team/mara-lindqvist") })
+	if i < 0 || !slices.Contains(r.out.Results[i].Matched, "fulltext") || !strings.Contains(r.out.Results[i].Snippet, "**Umeå**") {
+		t.Fatalf("the page with Umeå is not a full-text match: %s", r.body)
+	}
+	if len(r.out.Corrected) != 0 {
+		t.Errorf("corrected %v", r.out.Corrected)
 	}
 }
