@@ -363,8 +363,10 @@ const searchNotes = `## What the search does with a visitor's words
   (` + "`simple`" + `); with a ` + "`lang`" + ` argument, in that language and as written, and only that
   language's pages are searched. Stemming a query only in the language it is detected in was
   measured and dropped: German questions answered by English pages fell from 77.8 % to
-  72.2 % top-3. Compound words are not split: PostgreSQL's German snowball stemmer is used
-  as it is, without a Hunspell dictionary.
+  72.2 % top-3. Accents do not decide a match: every configuration removes them before
+  stemming (` + "`sitetools_english`" + `, …, ` + "`unaccent`" + `), so "Umea" finds "Umeå". Compound
+  words are not split: that takes a Hunspell dictionary in the database server's own files,
+  which managed PostgreSQL does not allow; the German snowball stemmer is used as it is.
 - **Cost.** Synonyms and corrections come from a file and from the index: no provider call
   is added (` + "`TestTyposAreCorrected`" + `, ` + "`TestSynonymsWidenTheQuery`" + ` count them), and a
   re-ingest of unchanged pages rebuilds nothing and costs 0 calls.
