@@ -9,8 +9,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	readability "codeberg.org/readeck/go-readability/v2"
 	"github.com/yuin/goldmark"
@@ -45,6 +47,16 @@ type Section struct {
 	Text    string // plain text, paragraphs separated by "\n\n"
 }
 
+// extractMarkdown converts pages to HTML. One converter serves every page: goldmark's
+// Markdown is safe for concurrent use (each conversion has a context of its own), and
+// setting one up costs more than converting a page with it.
+var extractMarkdown = goldmark.New(
+	goldmark.WithExtensions(extension.GFM),
+	goldmark.WithParserOptions(parser.WithAutoHeadingID(), parser.WithHeadingAttribute()),
+	// Raw HTML is kept so its text is indexed; the result is never served.
+	goldmark.WithRendererOptions(gmhtml.WithUnsafe()),
+)
+
 // ParseMarkdown parses a Markdown page with optional YAML front matter
 // (title, lang). The title falls back to the first level-1 heading. Headings
 // get GitHub-style ids unless they set one with {#id}.
@@ -68,15 +80,9 @@ func ParseMarkdown(src []byte, pageURL string) (*Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("content.ParseMarkdown: %s: %w", pageURL, err)
 	}
-	md := goldmark.New(
-		goldmark.WithExtensions(extension.GFM),
-		goldmark.WithParserOptions(parser.WithAutoHeadingID(), parser.WithHeadingAttribute()),
-		// Raw HTML is kept so its text is indexed; the result is never served.
-		goldmark.WithRendererOptions(gmhtml.WithUnsafe()),
-	)
 	var rendered bytes.Buffer
 	pctx := parser.NewContext(parser.WithIDs(&extractGitHubIDs{seen: map[string]int{}}))
-	if err := md.Convert(body, &rendered, parser.WithContext(pctx)); err != nil {
+	if err := extractMarkdown.Convert(body, &rendered, parser.WithContext(pctx)); err != nil {
 		return nil, fmt.Errorf("content.ParseMarkdown: %s: %w", pageURL, err)
 	}
 	root, err := html.Parse(&rendered)
@@ -239,17 +245,70 @@ func WalkDir(root, baseURL string, fn func(*Document) error) error {
 		return fmt.Errorf("content.WalkDir: %w", err)
 	}
 	slices.Sort(files)
-	for _, f := range files {
-		doc, err := DocumentFromFile(root, filepath.FromSlash(f), baseURL)
-		if err != nil {
-			return err
+	return walkParsed(files, func(f string) (*Document, error) {
+		return DocumentFromFile(root, filepath.FromSlash(f), baseURL)
+	}, fn)
+}
+
+// walkParsed calls fn with the document of each file, in order, one call at a time, and
+// stops at the first error of parse or fn. The files are parsed ahead on up to
+// walkWorkers goroutines, at most walkAhead documents ahead of fn, so that parsing the
+// next pages overlaps with what fn does with this one.
+func walkParsed(files []string, parse func(string) (*Document, error), fn func(*Document) error) error {
+	type parsed struct {
+		doc *Document
+		err error
+	}
+	workers := min(runtime.GOMAXPROCS(0), walkWorkers, len(files))
+	results := make([]chan parsed, len(files))
+	for i := range results {
+		results[i] = make(chan parsed, 1) // each receives one value: a worker never blocks
+	}
+	done, window, jobs := make(chan struct{}), make(chan struct{}, walkAhead), make(chan int)
+	var wg sync.WaitGroup
+	defer func() { close(done); wg.Wait() }()
+	wg.Go(func() {
+		defer close(jobs)
+		for i := range files {
+			select {
+			case window <- struct{}{}:
+			case <-done:
+				return
+			}
+			select {
+			case jobs <- i:
+			case <-done:
+				return
+			}
 		}
-		if err := fn(doc); err != nil {
+	})
+	for range workers {
+		wg.Go(func() {
+			for i := range jobs {
+				doc, err := parse(files[i])
+				results[i] <- parsed{doc, err}
+			}
+		})
+	}
+	for i := range files {
+		r := <-results[i]
+		<-window
+		if r.err != nil {
+			return r.err
+		}
+		if err := fn(r.doc); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// walkWorkers bounds the goroutines parsing pages for WalkDir, walkAhead how many pages
+// it holds parsed before fn takes them.
+const (
+	walkWorkers = 4
+	walkAhead   = 8
+)
 
 func extractSupported(name string) bool {
 	switch strings.ToLower(path.Ext(name)) {

@@ -97,10 +97,39 @@ func extractSlug(s string) string {
 	return b.String()
 }
 
+// extractInline renders a heading's inline Markdown, shared as extractMarkdown is.
+var extractInline = goldmark.New(goldmark.WithRendererOptions(gmhtml.WithUnsafe()))
+
 // extractInlineText renders one line of inline Markdown and returns its text.
 func extractInlineText(line []byte) string {
+	if extractPlainInline(line) {
+		return strings.TrimSpace(string(line))
+	}
+	return extractRenderedText(line)
+}
+
+// extractPlainInline reports whether a line is plain text to Markdown, its rendered text
+// the line itself: one line that starts with a letter (no list, heading or quote can
+// begin there) and holds only letters, digits, spaces and punctuation without a meaning
+// in Markdown. Most headings are, and need not be rendered.
+func extractPlainInline(line []byte) bool {
+	if len(line) == 0 || line[0] < 0x80 && !extractASCIILetter(line[0]) {
+		return false
+	}
+	for _, c := range line {
+		if c < 0x80 && !extractASCIILetter(c) && !('0' <= c && c <= '9') && !strings.ContainsRune(" ,.:;?'\"()/%-", rune(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+func extractASCIILetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+// extractRenderedText renders one line of inline Markdown and returns its text.
+func extractRenderedText(line []byte) string {
 	var buf bytes.Buffer
-	if err := goldmark.New(goldmark.WithRendererOptions(gmhtml.WithUnsafe())).Convert(line, &buf); err != nil {
+	if err := extractInline.Convert(line, &buf); err != nil {
 		return string(line)
 	}
 	root, err := html.Parse(&buf)

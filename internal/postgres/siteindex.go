@@ -40,8 +40,10 @@ func (s *SiteIndex) CheckModel(ctx context.Context, model string, dims int) erro
 	return nil
 }
 
-// Prepare records the model and makes sure the HNSW index for the dimension exists.
-// With reset, every page and chunk is removed first (a re-index with another model).
+// Prepare records the model and makes sure the HNSW index for the dimension exists,
+// unless the index holds no chunk yet: then Finish builds it once the first load is
+// written, as pgvector advises, which is many times faster than growing the graph row by
+// row. With reset, every page and chunk is removed first (a re-index with another model).
 func (s *SiteIndex) Prepare(ctx context.Context, model string, dims int, reset bool) error {
 	tx, err := s.db.Pool.Begin(ctx)
 	if err != nil {
@@ -58,9 +60,14 @@ func (s *SiteIndex) Prepare(ctx context.Context, model string, dims int, reset b
 		WHERE index_meta.model = EXCLUDED.model AND index_meta.dimensions = EXCLUDED.dimensions`, model, dims); err != nil {
 		return Wrap("postgres.SiteIndex.Prepare", err)
 	}
-	if _, err := tx.Exec(ctx, fmt.Sprintf(`CREATE INDEX IF NOT EXISTS chunks_embedding_hnsw_%[1]d ON chunks
-		USING hnsw ((embedding::vector(%[1]d)) vector_cosine_ops)`, dims)); err != nil {
+	var empty bool
+	if err := tx.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM chunks)`).Scan(&empty); err != nil {
 		return Wrap("postgres.SiteIndex.Prepare", err)
+	}
+	if !empty {
+		if err := buildVectorIndex(ctx, tx, dims); err != nil {
+			return Wrap("postgres.SiteIndex.Prepare", err)
+		}
 	}
 	return Wrap("postgres.SiteIndex.Prepare", tx.Commit(ctx))
 }
@@ -167,7 +174,11 @@ func (s *SiteIndex) Search(ctx context.Context, q sitesearch.Query) ([]sitesearc
 	if q.Vector != nil {
 		vec = pgvector.NewVector(q.Vector)
 	}
-	rows, err := s.db.Pool.Query(ctx, SearchSQL(s.dims), q.Text, vec, q.Limit, q.Lang, q.PathPrefix, nonNil(q.Synonyms), nonNil(q.Corrections), q.Analyze)
+	// A new plan for every search (an unnamed statement), never the cached generic one: not
+	// knowing that the language and the path prefix are empty, a generic plan filters the
+	// pages first and measures the distance to every chunk instead of walking the HNSW
+	// index; after a connection's fifth search it would take a hundred times longer.
+	rows, err := s.db.Pool.Query(ctx, SearchSQL(s.dims), pgx.QueryExecModeExec, q.Text, vec, q.Limit, q.Lang, q.PathPrefix, nonNil(q.Synonyms), nonNil(q.Corrections), q.Analyze)
 	if err != nil {
 		return nil, Wrap("postgres.SiteIndex.Search", err)
 	}
@@ -201,16 +212,6 @@ func (s *SiteIndex) Page(ctx context.Context, urlOrPath string) (*sitesearch.Sto
 	return &p, nil
 }
 
-// PageHash returns the content hash the index holds for url; ok is false for a page it
-// does not hold.
-func (s *SiteIndex) PageHash(ctx context.Context, url string) (hash string, ok bool, err error) {
-	err = s.db.Pool.QueryRow(ctx, `SELECT content_hash FROM pages WHERE url = $1`, url).Scan(&hash)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, nil
-	}
-	return hash, err == nil, Wrap("postgres.SiteIndex.PageHash", err)
-}
-
 // SetSource records that an unchanged page now comes from source.
 func (s *SiteIndex) SetSource(ctx context.Context, url, source string) error {
 	_, err := s.db.Pool.Exec(ctx, `UPDATE pages SET source = $2 WHERE url = $1 AND source <> $2`, url, source)
@@ -234,37 +235,6 @@ func (s *SiteIndex) StoredVectors(ctx context.Context, hashes []string) (map[str
 		known[h] = v.Slice()
 	}
 	return known, Wrap("postgres.SiteIndex.StoredVectors", rows.Err())
-}
-
-// PutPage stores a page and replaces its chunks, in one transaction.
-func (s *SiteIndex) PutPage(ctx context.Context, p sitesearch.PageRecord, chunks []sitesearch.ChunkRecord) error {
-	tx, err := s.db.Pool.Begin(ctx)
-	if err != nil {
-		return Wrap("postgres.SiteIndex.PutPage", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	var pageID int64
-	err = tx.QueryRow(ctx, `INSERT INTO pages (url, path, title, lang, body, content_hash, source) VALUES ($1, $2, $3, $4, $5, $6, $7)
-		ON CONFLICT (url) DO UPDATE SET path = EXCLUDED.path, title = EXCLUDED.title, lang = EXCLUDED.lang, body = EXCLUDED.body,
-			content_hash = EXCLUDED.content_hash, source = EXCLUDED.source, updated_at = now()
-		RETURNING id`, p.URL, p.Path, p.Title, p.Lang, p.Body, p.Hash, p.Source).Scan(&pageID)
-	if err != nil {
-		return Wrap("postgres.SiteIndex.PutPage", err)
-	}
-	if _, err := tx.Exec(ctx, `DELETE FROM chunks WHERE page_id = $1`, pageID); err != nil {
-		return Wrap("postgres.SiteIndex.PutPage", err)
-	}
-	// A batch, not COPY: regconfig has no binary input from text.
-	batch := &pgx.Batch{}
-	for _, c := range chunks {
-		batch.Queue(`INSERT INTO chunks (page_id, ord, heading, anchor, body, content_hash, ts_config, context, embedding)
-			VALUES ($1, $2, $3, $4, $5, $6, $7::regconfig, $8, $9)`,
-			pageID, c.Ord, c.Heading, c.Anchor, c.Text, c.Hash, c.TSConfig, c.Context, pgvector.NewVector(c.Vector))
-	}
-	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-		return Wrap("postgres.SiteIndex.PutPage", err)
-	}
-	return Wrap("postgres.SiteIndex.PutPage", tx.Commit(ctx))
 }
 
 // RemoveOthers removes the pages of source whose URL is not in keep, and returns how many.

@@ -19,7 +19,8 @@ type Ingester struct {
 	Embedder llm.Embedder
 	Ledger   *budget.Ledger // nil: embedding calls are not recorded
 	Chunking content.ChunkOptions
-	// BatchSize is how many chunks one embedding request carries (default 64).
+	// BatchSize is how many chunks one embedding request carries (default 64). Pages
+	// share requests: every request of a run but its last is full.
 	BatchSize int
 	// Reindex drops the whole index first: needed to change model or dimension.
 	Reindex bool
@@ -63,6 +64,13 @@ func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestS
 	if err := in.Index.Prepare(ctx, model, dims, in.Reindex); err != nil {
 		return st, err
 	}
+	// One query for what the index holds, rather than one a page: an unchanged page then
+	// costs no round trip at all.
+	stored, err := in.Index.PageStates(ctx)
+	if err != nil {
+		return st, err
+	}
+	b := newBatcher(ctx, in, source, &st, len(stored) == 0)
 	seen := map[string]bool{}
 	failed, err := walk(func(doc *content.Document) error {
 		if seen[doc.URL] {
@@ -70,14 +78,21 @@ func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestS
 		}
 		seen[doc.URL] = true
 		st.Pages++
-		if err := in.put(ctx, source, doc, &st); err != nil {
-			return fmt.Errorf("%s: %w", doc.Path, err)
+		have, known := stored[doc.URL]
+		if err := b.add(ctx, doc, have, known); err != nil {
+			return err
 		}
 		if in.Progress != nil {
 			in.Progress(st)
 		}
 		return nil
 	})
+	if err == nil {
+		err = b.flush(ctx)
+	}
+	if werr := b.close(); err == nil {
+		err = werr
+	}
 	if err != nil {
 		return st, fmt.Errorf("sitesearch.Sync: %w", err)
 	}
@@ -90,6 +105,9 @@ func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestS
 	if st.Removed, err = in.Index.RemoveOthers(ctx, source, urls); err != nil {
 		return st, fmt.Errorf("sitesearch.Sync: %w", err)
 	}
+	if err := in.Index.Finish(ctx, dims); err != nil {
+		return st, fmt.Errorf("sitesearch.Sync: %w", err)
+	}
 	// The words typo correction knows follow the pages; an unchanged site costs nothing.
 	if st.Added+st.Updated+st.Removed > 0 || in.Reindex {
 		if err := in.Index.RebuildVocabulary(ctx); err != nil {
@@ -97,102 +115,6 @@ func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestS
 		}
 	}
 	return st, nil
-}
-
-func (in *Ingester) put(ctx context.Context, source string, doc *content.Document, st *IngestStats) error {
-	hash := content.DocumentHash(doc)
-	oldHash, known, err := in.Index.PageHash(ctx, doc.URL)
-	switch {
-	case err != nil:
-		return err
-	case known && oldHash == hash:
-		st.Unchanged++
-		// The page may have moved between sources; it is still present.
-		return in.Index.SetSource(ctx, doc.URL, source)
-	case known:
-		st.Updated++
-	default:
-		st.Added++
-	}
-
-	opts := in.Chunking
-	if opts.Count == nil {
-		opts.Count = llm.CountTokens
-	}
-	chunks := content.ChunkDocument(doc, opts)
-	vectors, err := in.vectors(ctx, doc, chunks, st)
-	if err != nil {
-		return err
-	}
-	cfg := tsConfig(doc.Lang)
-	records := make([]ChunkRecord, len(chunks))
-	for i, c := range chunks {
-		records[i] = ChunkRecord{Ord: c.Ord, Heading: c.Heading, Anchor: c.Anchor, Text: c.Text, Hash: c.Hash,
-			TSConfig: cfg, Context: contextLine(doc, c), Vector: vectors[c.Ord]}
-	}
-	page := PageRecord{URL: doc.URL, Path: doc.Path, Title: doc.Title, Lang: doc.Lang, Body: pageBody(doc), Hash: hash, Source: source}
-	return in.Index.PutPage(ctx, page, records)
-}
-
-// vectors returns one embedding per chunk, reusing the stored embedding of any chunk
-// whose content hash the index already holds, and embedding the rest in batches.
-func (in *Ingester) vectors(ctx context.Context, doc *content.Document, chunks []content.Chunk, st *IngestStats) ([][]float32, error) {
-	hashes := make([]string, len(chunks))
-	for i, c := range chunks {
-		hashes[i] = c.Hash
-	}
-	known, err := in.Index.StoredVectors(ctx, hashes)
-	if err != nil {
-		return nil, err
-	}
-
-	out := make([][]float32, len(chunks))
-	var todo []int
-	for i, c := range chunks {
-		if v, ok := known[c.Hash]; ok && len(v) == in.Embedder.Dimensions() {
-			out[i] = v
-			st.ChunksReused++
-		} else {
-			todo = append(todo, i)
-		}
-	}
-	batch := in.BatchSize
-	if batch <= 0 {
-		batch = 64
-	}
-	for start := 0; start < len(todo); start += batch {
-		idx := todo[start:min(start+batch, len(todo))]
-		texts := make([]string, len(idx))
-		for j, i := range idx {
-			texts[j] = embeddingText(doc, chunks[i])
-		}
-		res, err := in.Embedder.Embed(ctx, texts)
-		st.EmbedCalls++
-		if in.Ledger != nil {
-			e := budget.Entry{Kind: "embedding", Channel: "ingest", Tool: "ingest", Model: in.Embedder.Model(), Outcome: "ok"}
-			if err != nil {
-				e.Outcome = "error"
-			} else {
-				e.Tokens = res.Tokens
-			}
-			if lerr := in.Ledger.Record(ctx, e); lerr != nil && err == nil {
-				return nil, lerr
-			}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("embedding: %w", err)
-		}
-		if len(res.Vectors) != len(idx) {
-			return nil, fmt.Errorf("embedding: %d vectors for %d texts", len(res.Vectors), len(idx))
-		}
-		st.Tokens += res.Tokens
-		for j, i := range idx {
-			out[i] = res.Vectors[j]
-			known[chunks[i].Hash] = res.Vectors[j]
-		}
-		st.ChunksEmbedded += len(idx)
-	}
-	return out, nil
 }
 
 // contextLine is what a chunk is about: page title and section heading. It weighs more

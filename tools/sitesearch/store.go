@@ -7,19 +7,23 @@ import (
 )
 
 // Index is the search index the tools and the ingester use; internal/postgres.SiteIndex
-// keeps it in PostgreSQL.
+// keeps it in PostgreSQL. It is safe for concurrent use: Sync stores pages on a goroutine
+// of its own while it reads the next ones.
 type Index interface {
 	// CheckModel returns an *ErrModelMismatch when the index holds vectors of another
 	// model or dimension; an empty index matches anything.
 	CheckModel(ctx context.Context, model string, dims int) error
-	// Prepare records the model; with reset, it empties the index first.
+	// Prepare records the model; with reset, it empties the index first. A store may
+	// defer building what searches need until Finish (a first load is faster without).
 	Prepare(ctx context.Context, model string, dims int, reset bool) error
+	// Finish builds what Prepare deferred, once the pages are written.
+	Finish(ctx context.Context, dims int) error
 	// Search returns up to q.Limit pages, best first, one hit (its best chunk) a page.
 	Search(ctx context.Context, q Query) ([]Hit, error)
 	// Page finds a page by absolute URL or by path; nil when there is none.
 	Page(ctx context.Context, urlOrPath string) (*StoredPage, error)
-	// PageHash is the content hash held for url; ok is false for an unknown page.
-	PageHash(ctx context.Context, url string) (hash string, ok bool, err error)
+	// PageStates returns the content hash and source of every page, by URL.
+	PageStates(ctx context.Context) (map[string]PageState, error)
 	// SetSource records that an unchanged page now comes from source.
 	SetSource(ctx context.Context, url, source string) error
 	// Candidates returns, for each of words the index does not hold, the indexed words
@@ -33,6 +37,12 @@ type Index interface {
 	PutPage(ctx context.Context, p PageRecord, chunks []ChunkRecord) error
 	// RemoveOthers removes the pages of source not in keep and returns how many.
 	RemoveOthers(ctx context.Context, source string, keep []string) (int, error)
+}
+
+// PageState is what an ingest needs to know of a stored page: whether it changed, and
+// whether it moved to another source.
+type PageState struct {
+	Hash, Source string
 }
 
 // PageRecord is a page as the index stores it.
@@ -81,11 +91,11 @@ type Query struct {
 	// Corrections are the indexed words meant by misspelled words of Text.
 	Corrections []string
 	// Analyze is the language Text's words are stemmed in: "en", "de", or "" both.
-	Analyze string
-	Vector      []float32 // nil: full-text only
-	Limit       int
-	Lang        string // "" any
-	PathPrefix  string // "" any
+	Analyze    string
+	Vector     []float32 // nil: full-text only
+	Limit      int
+	Lang       string // "" any
+	PathPrefix string // "" any
 }
 
 // StoredPage is a page as the index holds it.

@@ -50,9 +50,20 @@ type Server struct {
 // for others, and closes it when the test ends.
 func NewServer(t testing.TB, dims int) *Server {
 	t.Helper()
-	local, err := llm.NewLocal(dims)
+	s, err := StartServer(dims)
 	if err != nil {
 		t.Fatalf("llmtest.NewServer: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// StartServer starts a provider as NewServer does, outside a test (the bench); the
+// caller closes it.
+func StartServer(dims int) (*Server, error) {
+	local, err := llm.NewLocal(dims)
+	if err != nil {
+		return nil, fmt.Errorf("llmtest.StartServer: %w", err)
 	}
 	s := &Server{dims: dims, embedders: map[int]*llm.Local{dims: local}}
 	mux := http.NewServeMux()
@@ -63,8 +74,7 @@ func NewServer(t testing.TB, dims int) *Server {
 			fmt.Sprintf("Unknown request URL: %s %s", r.Method, r.URL.Path))
 	})
 	s.Server = httptest.NewServer(s.gate(mux))
-	t.Cleanup(s.Close)
-	return s
+	return s, nil
 }
 
 // BaseURL is what a client takes as its API root, ending in /v1.

@@ -1,0 +1,91 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/sitetools/sitetools/tools/sitesearch"
+)
+
+// PageStates returns the content hash and source of every page, by URL.
+func (s *SiteIndex) PageStates(ctx context.Context) (map[string]sitesearch.PageState, error) {
+	rows, err := s.db.Pool.Query(ctx, `SELECT url, content_hash, source FROM pages`)
+	if err != nil {
+		return nil, Wrap("postgres.SiteIndex.PageStates", err)
+	}
+	defer rows.Close()
+	out := map[string]sitesearch.PageState{}
+	var url string
+	var st sitesearch.PageState
+	for rows.Next() {
+		if err := rows.Scan(&url, &st.Hash, &st.Source); err != nil {
+			return nil, Wrap("postgres.SiteIndex.PageStates", err)
+		}
+		out[url] = st
+	}
+	return out, Wrap("postgres.SiteIndex.PageStates", rows.Err())
+}
+
+// PutPage stores a page and replaces its chunks, all or nothing, in one round trip: the
+// statements of a batch run in one implicit transaction. (A batch, not COPY: regconfig
+// has no binary input from text.)
+func (s *SiteIndex) PutPage(ctx context.Context, p sitesearch.PageRecord, chunks []sitesearch.ChunkRecord) error {
+	batch := &pgx.Batch{}
+	batch.Queue(`INSERT INTO pages (url, path, title, lang, body, content_hash, source) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (url) DO UPDATE SET path = EXCLUDED.path, title = EXCLUDED.title, lang = EXCLUDED.lang, body = EXCLUDED.body,
+			content_hash = EXCLUDED.content_hash, source = EXCLUDED.source, updated_at = now()`,
+		p.URL, p.Path, p.Title, p.Lang, p.Body, p.Hash, p.Source)
+	batch.Queue(`DELETE FROM chunks WHERE page_id = (SELECT id FROM pages WHERE url = $1)`, p.URL)
+	for _, c := range chunks {
+		batch.Queue(`INSERT INTO chunks (page_id, ord, heading, anchor, body, content_hash, ts_config, context, embedding)
+			SELECT id, $2, $3, $4, $5, $6, $7::regconfig, $8, $9 FROM pages WHERE url = $1`,
+			p.URL, c.Ord, c.Heading, c.Anchor, c.Text, c.Hash, c.TSConfig, c.Context, pgvector.NewVector(c.Vector))
+	}
+	return Wrap("postgres.SiteIndex.PutPage", s.db.Pool.SendBatch(ctx, batch).Close())
+}
+
+// Finish builds the HNSW index Prepare deferred, over every chunk at once; with the index
+// in place already, it does nothing.
+func (s *SiteIndex) Finish(ctx context.Context, dims int) error {
+	tx, err := s.db.Pool.Begin(ctx)
+	if err != nil {
+		return Wrap("postgres.SiteIndex.Finish", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if err := buildVectorIndex(ctx, tx, dims); err != nil {
+		return Wrap("postgres.SiteIndex.Finish", err)
+	}
+	return Wrap("postgres.SiteIndex.Finish", tx.Commit(ctx))
+}
+
+// buildVectorIndex creates the HNSW index of chunks' embeddings of dims dimensions unless
+// it exists, with enough maintenance_work_mem for the graph of the rows there are.
+func buildVectorIndex(ctx context.Context, tx pgx.Tx, dims int) error {
+	name := fmt.Sprintf("chunks_embedding_hnsw_%d", dims)
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, name).Scan(&exists); err != nil || exists {
+		return err
+	}
+	var rows, have int64
+	if err := tx.QueryRow(ctx, `SELECT count(*), pg_size_bytes(current_setting('maintenance_work_mem')) FROM chunks`).Scan(&rows, &have); err != nil {
+		return err
+	}
+	if want := vectorIndexMemory(rows, dims); want > have {
+		if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL maintenance_work_mem = '%dkB'`, want>>10)); err != nil {
+			return err
+		}
+	}
+	_, err := tx.Exec(ctx, fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON chunks USING hnsw ((embedding::vector(%d)) vector_cosine_ops)`, name, dims))
+	return err
+}
+
+// vectorIndexMemory is the maintenance_work_mem that keeps the HNSW graph of rows vectors
+// of dims dimensions in memory while it is built: pgvector's build slows down several
+// times once the graph outgrows it. pgvector needs about 2.4 kB a vector at 384
+// dimensions; this allows 4·dims + 1.5 kB, and at most 1 GB.
+func vectorIndexMemory(rows int64, dims int) int64 {
+	return min(rows*int64(4*dims+1536), 1<<30)
+}

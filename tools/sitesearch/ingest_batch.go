@@ -1,0 +1,218 @@
+package sitesearch
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sitetools/sitetools/internal/budget"
+	"github.com/sitetools/sitetools/internal/content"
+	"github.com/sitetools/sitetools/internal/llm"
+)
+
+// batcher writes the pages of one Sync. The chunks that have no stored embedding wait in
+// a queue shared by all pages, and are embedded in full batches; a page goes to the
+// writer as soon as every chunk of it has its vector. So a site of small pages costs one
+// embedding call per BatchSize chunks, not one per page, and at most a batch's worth of
+// pages waits.
+type batcher struct {
+	in     *Ingester
+	source string
+	st     *IngestStats
+	size   int
+	opts   content.ChunkOptions
+	w      *writer
+	// queue holds the chunks to embed in arrival order, each content hash once; waiting
+	// holds, by content hash, the chunks whose vector that embedding will be.
+	queue   []queuedChunk
+	waiting map[string][]chunkRef
+	// fresh: the index held no page when the run began, so a chunk can have a stored
+	// vector only if this run wrote it; written holds those hashes, and the index is
+	// asked about them alone.
+	fresh   bool
+	written map[string]bool
+}
+
+type queuedChunk struct{ hash, text string }
+
+type chunkRef struct {
+	page *pendingPage
+	i    int
+}
+
+// pendingPage is a page to store once its missing chunks have their vectors.
+type pendingPage struct {
+	page    PageRecord
+	records []ChunkRecord
+	missing int
+}
+
+// newBatcher starts the writer of one Sync, which close stops; fresh says the index held
+// no page when the run began.
+func newBatcher(ctx context.Context, in *Ingester, source string, st *IngestStats, fresh bool) *batcher {
+	b := &batcher{in: in, source: source, st: st, size: in.BatchSize, opts: in.Chunking, w: startWriter(ctx, in.Index),
+		waiting: map[string][]chunkRef{}, fresh: fresh, written: map[string]bool{}}
+	if b.size <= 0 {
+		b.size = 64
+	}
+	if b.opts.Count == nil {
+		b.opts.Count = llm.CountTokens
+	}
+	return b
+}
+
+// add takes one page of the walk: unchanged, it costs nothing (or records a new
+// source); otherwise its chunks reuse what the index holds and queue the rest.
+func (b *batcher) add(ctx context.Context, doc *content.Document, have PageState, known bool) error {
+	hash := content.DocumentHash(doc)
+	switch {
+	case known && have.Hash == hash:
+		b.st.Unchanged++
+		if have.Source == b.source {
+			return nil
+		}
+		// The page moved between sources; it is still present.
+		return pageErr(doc, b.in.Index.SetSource(ctx, doc.URL, b.source))
+	case known:
+		b.st.Updated++
+	default:
+		b.st.Added++
+	}
+	chunks := content.ChunkDocument(doc, b.opts)
+	p := &pendingPage{
+		page:    PageRecord{URL: doc.URL, Path: doc.Path, Title: doc.Title, Lang: doc.Lang, Body: pageBody(doc), Hash: hash, Source: b.source},
+		records: make([]ChunkRecord, len(chunks)),
+	}
+	cfg := tsConfig(doc.Lang)
+	hashes := make([]string, len(chunks))
+	for i, c := range chunks {
+		p.records[i] = ChunkRecord{Ord: c.Ord, Heading: c.Heading, Anchor: c.Anchor, Text: c.Text, Hash: c.Hash,
+			TSConfig: cfg, Context: contextLine(doc, c)}
+		hashes[i] = c.Hash
+	}
+	stored, err := b.stored(ctx, hashes)
+	if err != nil {
+		return pageErr(doc, err)
+	}
+	for i, c := range chunks {
+		if v, ok := stored[c.Hash]; ok && len(v) == b.in.Embedder.Dimensions() {
+			p.records[i].Vector = v
+			b.st.ChunksReused++
+			continue
+		}
+		p.missing++
+		refs, queued := b.waiting[c.Hash]
+		b.waiting[c.Hash] = append(refs, chunkRef{p, i})
+		if queued {
+			b.st.ChunksReused++ // the same text is on its way already
+			continue
+		}
+		b.queue = append(b.queue, queuedChunk{c.Hash, embeddingText(doc, c)})
+	}
+	if p.missing == 0 {
+		return b.store(p)
+	}
+	for len(b.queue) >= b.size {
+		if err := b.embed(ctx, b.size); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func pageErr(doc *content.Document, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", doc.Path, err)
+	}
+	return nil
+}
+
+// stored returns the vectors held for hashes: those in flight to the index first, then
+// those in it.
+func (b *batcher) stored(ctx context.Context, hashes []string) (map[string][]float32, error) {
+	out := b.w.lookup(hashes)
+	var ask []string
+	for _, h := range hashes {
+		if _, ok := out[h]; !ok && (!b.fresh || b.written[h]) {
+			ask = append(ask, h)
+		}
+	}
+	if len(ask) == 0 {
+		return out, nil
+	}
+	held, err := b.in.Index.StoredVectors(ctx, ask)
+	for h, v := range held {
+		out[h] = v
+	}
+	return out, err
+}
+
+// flush embeds what is left in the queue and hands over the pages that waited for it.
+func (b *batcher) flush(ctx context.Context) error {
+	for len(b.queue) > 0 {
+		if err := b.embed(ctx, min(b.size, len(b.queue))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// close waits until every page handed over is stored, and returns the first error.
+func (b *batcher) close() error { return b.w.close() }
+
+// embed embeds the first n queued chunks in one call, and stores every page that no
+// longer misses a vector.
+func (b *batcher) embed(ctx context.Context, n int) error {
+	next := b.queue[:n]
+	texts := make([]string, n)
+	for i, q := range next {
+		texts[i] = q.text
+	}
+	res, err := b.in.Embedder.Embed(ctx, texts)
+	b.st.EmbedCalls++
+	if b.in.Ledger != nil {
+		e := budget.Entry{Kind: "embedding", Channel: "ingest", Tool: "ingest", Model: b.in.Embedder.Model(), Outcome: "ok"}
+		if err != nil {
+			e.Outcome = "error"
+		} else {
+			e.Tokens = res.Tokens
+		}
+		if lerr := b.in.Ledger.Record(ctx, e); lerr != nil && err == nil {
+			return lerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("embedding: %w", err)
+	}
+	if len(res.Vectors) != n {
+		return fmt.Errorf("embedding: %d vectors for %d texts", len(res.Vectors), n)
+	}
+	b.st.Tokens += res.Tokens
+	b.st.ChunksEmbedded += n
+	var ready []*pendingPage
+	for i, q := range next {
+		for _, r := range b.waiting[q.hash] {
+			r.page.records[r.i].Vector = res.Vectors[i]
+			if r.page.missing--; r.page.missing == 0 {
+				ready = append(ready, r.page)
+			}
+		}
+		delete(b.waiting, q.hash)
+	}
+	b.queue = append(b.queue[:0], b.queue[n:]...)
+	for _, p := range ready {
+		if err := b.store(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// store hands a page whose chunks all have their vectors over to the writer.
+func (b *batcher) store(p *pendingPage) error {
+	if b.fresh {
+		for _, r := range p.records {
+			b.written[r.Hash] = true
+		}
+	}
+	return b.w.put(p)
+}

@@ -1,0 +1,67 @@
+package sitesearch_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sitetools/sitetools/internal/llm"
+	"github.com/sitetools/sitetools/internal/llm/llmtest"
+	"github.com/sitetools/sitetools/internal/postgres"
+	"github.com/sitetools/sitetools/internal/postgres/pgtest"
+	"github.com/sitetools/sitetools/tools/sitesearch"
+)
+
+// TestIngestBatchesAcrossPages: the pages of one ingest share embedding requests, each
+// full but the last; every page is stored; the vector index exists afterwards although
+// the first load was written without it; and a second run makes no request.
+func TestIngestBatchesAcrossPages(t *testing.T) {
+	db := pgtest.NewDB(t)
+	fake := llmtest.NewServer(t, 384)
+	embedder, err := llm.NewOpenAI(llm.OpenAIOptions{BaseURL: fake.BaseURL(), Model: "fake-embed", Dimensions: 384,
+		Timeout: 2 * time.Second, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	in := &sitesearch.Ingester{Index: postgres.NewSiteIndex(db, 384), Embedder: embedder, BatchSize: 10}
+	st, err := in.Sync(ctx, "dir:demo", walkDemo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := fake.Requests()
+	if st.ChunksEmbedded < 30 || st.EmbedCalls != len(reqs) || len(reqs) != (st.ChunksEmbedded+9)/10 {
+		t.Fatalf("%d requests for %d chunks, want %d: %+v", len(reqs), st.ChunksEmbedded, (st.ChunksEmbedded+9)/10, st)
+	}
+	for i, n := range reqs[:len(reqs)-1] {
+		if n != 10 {
+			t.Fatalf("request %d of %d carried %d chunks, want 10: %v", i+1, len(reqs), n, reqs)
+		}
+	}
+	var pages, chunks int
+	if err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM pages), (SELECT count(*) FROM chunks)`).Scan(&pages, &chunks); err != nil {
+		t.Fatal(err)
+	}
+	if pages != st.Pages || chunks != st.ChunksEmbedded+st.ChunksReused {
+		t.Fatalf("stored %d pages and %d chunks after %+v", pages, chunks, st)
+	}
+	var indexes []string
+	rows, err := db.Pool.Query(ctx, `SELECT indexname FROM pg_indexes WHERE tablename = 'chunks' ORDER BY 1`)
+	if err == nil {
+		for rows.Next() {
+			var n string
+			if err = rows.Scan(&n); err != nil {
+				break
+			}
+			indexes = append(indexes, n)
+		}
+		rows.Close()
+	}
+	if err != nil || !slices.Contains(indexes, "chunks_embedding_hnsw_384") {
+		t.Fatalf("indexes of chunks after the first ingest: %v %v", indexes, err)
+	}
+	if st, err = in.Sync(ctx, "dir:demo", walkDemo); err != nil || st.Unchanged != st.Pages || len(fake.Requests()) != len(reqs) {
+		t.Fatalf("unchanged re-ingest: %v %+v, %d requests", err, st, len(fake.Requests())-len(reqs))
+	}
+}
