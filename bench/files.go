@@ -9,11 +9,14 @@ import (
 
 // writeDoc writes the report under the module root and returns the path written.
 func writeDoc(rel, text string) (string, error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return "", err
+	path := rel
+	if !filepath.IsAbs(rel) {
+		root, err := moduleRoot()
+		if err != nil {
+			return "", err
+		}
+		path = filepath.Join(root, rel)
 	}
-	path := filepath.Join(root, rel)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err
 	}

@@ -60,7 +60,7 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	fs.DurationVar(&s.warmup, "warmup", time.Second, "unmeasured warm-up per side and scenario")
 	fs.IntVar(&s.rounds, "rounds", 3, "measured rounds per side, interleaved subject/baseline")
 	run := fs.String("run", "", "run only the scenarios whose name matches this regexp")
-	fs.StringVar(&s.out, "out", "docs/benchmarks.md", "markdown report to rewrite, relative to the module root (empty: none)")
+	fs.StringVar(&s.out, "out", "docs/benchmarks.md", "markdown report to rewrite, an absolute path or one relative to the module root (empty: none)")
 	fs.StringVar(&s.cpuprofile, "cpuprofile", "", "write a CPU profile of the measured rounds to this file")
 	fs.BoolVar(&s.strict, "strict", false, "exit non-zero when a scenario misses its goal")
 	fs.IntVar(&s.hnsw.rows, "hnsw-rows", 100_000, "random vectors in the HNSW recall table")

@@ -1,0 +1,420 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/sitetools/sitetools/internal/postgres"
+)
+
+// scaleRecall is the recall of the served query's vector half against exact search, at
+// the service's hnsw.ef_search and at larger ones.
+type scaleRecall struct {
+	ef, candidates int
+	queries        int
+	levels         []hnswLevel
+	exactTook      time.Duration // reading every vector and ranking them for every question
+	plan           string        // the node the vector half is answered by
+}
+
+// service is the level at the service's own hnsw.ef_search.
+func (r *scaleRecall) service() hnswLevel {
+	for _, l := range r.levels {
+		if l.ef == r.ef {
+			return l
+		}
+	}
+	return hnswLevel{}
+}
+
+// scaleEFs are the hnsw.ef_search values recall is measured at besides the service's.
+var scaleEFs = []int{200, 400, 1000}
+
+// legRE finds the vector half's ordering and candidate count in postgres.SearchSQL.
+var legRE = regexp.MustCompile(fmt.Sprintf(`ORDER BY c\.embedding::vector\(%[1]d\) <=> \$2::vector\(%[1]d\)\s+LIMIT (\d+)`, hnswDims))
+
+// legSQL is the vector half of postgres.SearchSQL as a statement of its own, with the
+// parameters search_site passes without a language or a path prefix: the same join,
+// filters, ordering and candidate count.
+func legSQL(candidates int) string {
+	return fmt.Sprintf(`SELECT c.id FROM chunks c JOIN pages p ON p.id = c.page_id
+		WHERE ($2 = '' OR p.lang = $2) AND p.path LIKE $3 || '%%'
+		ORDER BY c.embedding::vector(%[1]d) <=> $1::vector(%[1]d) LIMIT %d`, hnswDims, candidates)
+}
+
+// recall compares the top k of the vector half with the exact top k, at the service's
+// hnsw.ef_search and at larger ones, on a connection of the baseline's pool (opened as
+// the service's).
+func (s *scaleSearch) recall(ctx context.Context, queries []scaleQuery) (*scaleRecall, error) {
+	m := legRE.FindStringSubmatch(postgres.SearchSQL(hnswDims))
+	if m == nil {
+		return nil, errors.New("the vector half of postgres.SearchSQL is not the one legSQL mirrors: update legSQL")
+	}
+	res := &scaleRecall{queries: len(queries)}
+	res.candidates, _ = strconv.Atoi(m[1])
+	c, err := s.base.Pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Release()
+	if err := c.QueryRow(ctx, `SELECT current_setting('hnsw.ef_search')::int`).Scan(&res.ef); err != nil {
+		return nil, err
+	}
+	vecs := make([]pgvector.Vector, len(queries))
+	for i, q := range queries {
+		e, err := s.local.Embed(ctx, []string{q.text})
+		if err != nil {
+			return nil, err
+		}
+		vecs[i] = pgvector.NewVector(e.Vectors[0])
+	}
+	if res.plan, err = legPlan(ctx, c, res.candidates, vecs[0]); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(s.env.stderr, "%s: exact top %d of %d questions (every chunk's vector, read once)\n", scaleSearchName, scaleKNN, len(queries))
+	begin := time.Now()
+	exact, err := exactTopK(ctx, c, vecs, scaleKNN)
+	if err != nil {
+		return nil, err
+	}
+	res.exactTook = time.Since(begin)
+	efs := append([]int{res.ef}, scaleEFs...)
+	slices.Sort(efs)
+	for _, ef := range slices.Compact(efs) {
+		l, err := legLevel(ctx, c, res.candidates, vecs, exact, ef)
+		if err != nil {
+			return nil, err
+		}
+		res.levels = append(res.levels, l)
+	}
+	// Back to the service's value before the connection returns to the pool.
+	_, err = c.Exec(ctx, fmt.Sprintf(`SET hnsw.ef_search = %d`, res.ef))
+	return res, err
+}
+
+// legLevel is the recall and latency of the vector half at one hnsw.ef_search.
+func legLevel(ctx context.Context, c *pgxpool.Conn, candidates int, vecs []pgvector.Vector, exact [][]int64, ef int) (hnswLevel, error) {
+	if _, err := c.Exec(ctx, fmt.Sprintf(`SET hnsw.ef_search = %d`, ef)); err != nil {
+		return hnswLevel{}, err
+	}
+	l := hnswLevel{ef: ef, worst: 1}
+	var took []time.Duration
+	for i, v := range vecs {
+		got, d, err := legTop(ctx, c, candidates, v)
+		if err != nil {
+			return l, err
+		}
+		took = append(took, d)
+		r := overlap(got, exact[i], scaleKNN)
+		l.recall += r / float64(len(vecs))
+		l.worst = min(l.worst, r)
+		if r < 0.5 {
+			l.poor++
+		}
+	}
+	slices.Sort(took)
+	l.p50, l.p99 = percentile(took, 50), percentile(took, 99)
+	return l, nil
+}
+
+// legTop runs the vector half, planned for its arguments as the service plans its
+// statement (an unnamed one), and returns its first k ids.
+func legTop(ctx context.Context, c *pgxpool.Conn, candidates int, v pgvector.Vector) ([]int64, time.Duration, error) {
+	begin := time.Now()
+	rows, err := c.Query(ctx, legSQL(candidates), pgx.QueryExecModeExec, v, "", "")
+	if err != nil {
+		return nil, 0, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	d := time.Since(begin)
+	return ids[:min(len(ids), scaleKNN)], d, err
+}
+
+// legPlan checks that the vector half uses the HNSW index, and returns the plan's node.
+func legPlan(ctx context.Context, c *pgxpool.Conn, candidates int, v pgvector.Vector) (string, error) {
+	rows, err := c.Query(ctx, `EXPLAIN `+legSQL(candidates), pgx.QueryExecModeExec, v, "", "")
+	if err != nil {
+		return "", err
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", err
+	}
+	plan, index := strings.Join(lines, "\n"), fmt.Sprintf("chunks_embedding_hnsw_%d", hnswDims)
+	if !strings.Contains(plan, "Index Scan using "+index) {
+		return "", fmt.Errorf("the vector half does not use %s:\n%s", index, plan)
+	}
+	return planNode(plan, "Index Scan"), nil
+}
+
+// exactTopK reads every chunk's vector once and returns, for each query, the ids of the
+// k chunks nearest to it by cosine distance, computed in float64 (pgvector's <=>):
+// one pass over the table rather than a sequential scan per question.
+func exactTopK(ctx context.Context, c *pgxpool.Conn, queries []pgvector.Vector, k int) ([][]int64, error) {
+	type hit struct {
+		id   int64
+		dist float64
+	}
+	qs := make([][]float64, len(queries))
+	for i, q := range queries {
+		qs[i] = unit(q.Slice())
+	}
+	top := make([][]hit, len(queries))
+	rows, err := c.Query(ctx, `SELECT id, embedding FROM chunks`)
+	if err != nil {
+		return nil, err
+	}
+	var id int64
+	var v pgvector.Vector
+	_, err = pgx.ForEachRow(rows, []any{&id, &v}, func() error {
+		e := unit(v.Slice())
+		for i, q := range qs {
+			var dot float64
+			for j, x := range q {
+				dot += x * e[j]
+			}
+			h := hit{id, 1 - dot}
+			t := top[i]
+			if len(t) == k && h.dist >= t[k-1].dist {
+				continue
+			}
+			at, _ := slices.BinarySearchFunc(t, h.dist, func(a hit, d float64) int { return cmp.Compare(a.dist, d) })
+			t = slices.Insert(t, at, h)
+			top[i] = t[:min(len(t), k)]
+		}
+		return nil
+	})
+	out := make([][]int64, len(top))
+	for i, t := range top {
+		for _, h := range t {
+			out[i] = append(out[i], h.id)
+		}
+	}
+	return out, err
+}
+
+// unit is v in float64, scaled to length 1 (a zero vector stays zero).
+func unit(v []float32) []float64 {
+	out := make([]float64, len(v))
+	var sum float64
+	for i, x := range v {
+		out[i] = float64(x)
+		sum += out[i] * out[i]
+	}
+	if sum > 0 {
+		inv := 1 / math.Sqrt(sum)
+		for i := range out {
+			out[i] *= inv
+		}
+	}
+	return out
+}
+
+// explain is EXPLAIN (ANALYZE, BUFFERS) of postgres.SearchSQL, planned for its arguments
+// as the service plans it, with the arguments search_site passes for q: its text and
+// vector, the default limit, no language, no path prefix, and empty values for the
+// parameters after those (no synonyms, no corrections, both stemmings). The query's
+// vector, 384 numbers, is shortened in the plan.
+func (s *scaleSearch) explain(ctx context.Context, q scaleQuery) (string, error) {
+	e, err := s.local.Embed(ctx, []string{q.text})
+	if err != nil {
+		return "", err
+	}
+	c, err := s.base.Pool.Acquire(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer c.Release()
+	sql := postgres.SearchSQL(hnswDims)
+	sd, err := c.Conn().Prepare(ctx, "", sql)
+	if err != nil {
+		return "", err
+	}
+	args := []any{q.text, pgvector.NewVector(e.Vectors[0]), 5, "", ""}
+	for _, oid := range sd.ParamOIDs[min(len(args), len(sd.ParamOIDs)):] {
+		switch oid {
+		case pgtype.TextArrayOID:
+			args = append(args, []string{})
+		case pgtype.TextOID:
+			args = append(args, "")
+		default:
+			args = append(args, nil)
+		}
+	}
+	args = append([]any{pgx.QueryExecModeExec}, args[:len(sd.ParamOIDs)]...)
+	var lines []string
+	for range 2 { // the second, as the connection's earlier searches leave it
+		rows, err := c.Query(ctx, `EXPLAIN (ANALYZE, BUFFERS) `+sql, args...)
+		if err != nil {
+			return "", err
+		}
+		if lines, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return "", err
+		}
+	}
+	return vectorLiteral.ReplaceAllString(strings.Join(lines, "\n"), "'[…]'::vector("), nil
+}
+
+// vectorLiteral is a vector constant in a plan.
+var vectorLiteral = regexp.MustCompile(`'\[[-0-9.,e]+\]'::vector\(`)
+
+// scaleSearchReport is the search section's markdown and its missed goals.
+func scaleSearchReport(s *scaleSearch, lat *scaleLatencies, rec *scaleRecall, plan string) sectionResult {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## %s\n\n", scaleSearchName)
+	fmt.Fprintf(&b, "A generated site of %s pages (%s): %d areas of %d topics each; every topic has %d words of its own, every "+
+		"area %d its topics share, and all pages %d common words and English function words, each list drawn from with a "+
+		"Zipf distribution (s = 1.2). A page is about one topic: its title's intro and nine sections (%d–%d words each, "+
+		"one chunk each) draw 40 %% of their words from the topic, 8 %% from a sibling topic, 12 %% from the area, 15 %% "+
+		"common, 25 %% function words; the words are invented, made of syllables. So the full-text half has rare lexemes "+
+		"to rank, and the local embedder's vectors cluster by topic and, more loosely, by area. The index holds %s pages "+
+		"and %s chunks, written by %s in %s (%s).\n\n",
+		thousands(scalePages), scaleGenerator, scaleAreas, scaleTopics, scaleTopicWords, scaleAreaWords, scaleCommonWords,
+		scaleSectionWords, scaleSectionWords+scaleSectionSpread-1, thousands(s.meta.pages), thousands(s.meta.chunks), s.meta.how,
+		seconds(s.meta.took), scaleBuilt(s))
+	fmt.Fprintf(&b, "search_site runs in the service as `sitetools serve` builds it (app.Build) on that database, over HTTP on "+
+		"loopback, one request at a time on a keep-alive connection: POST /api/chat/tools with a generated question "+
+		"(two to four words of one topic's, sometimes one of its area's, sometimes in a phrase), timed to the answer's last "+
+		"byte. Its query embedding comes (a) uncached from a fake OpenAI-compatible provider (llmtest.Server in this "+
+		"process, the real wire format, no delay, embedding with the local algorithm: EMBEDDINGS_PROVIDER=openai, "+
+		"EMBEDDINGS_MODEL=%s) through the cost guard (memory cache, the shared cache in PostgreSQL, the budget, the ledger), "+
+		"every question new to both caches; and (b) from the memory cache, the same questions asked again. The baseline is "+
+		"a pure pgvector kNN query on the same HNSW index, `%s`, with the question's vector computed beforehand, on a pool "+
+		"opened as the service opens its own (postgres.Open: %d connections, hnsw.ef_search %d). %d rounds of %d questions "+
+		"per side, interleaved (baseline, uncached, cached), after a warm-up round of %d.\n\n",
+		"local-lexical-v1", knnSQL(), s.cfg.DatabaseMaxConns, rec.ef, scaleRounds, scalePerRound, scaleWarmups)
+	missed := scaleLatencyTable(&b, lat)
+	missed = append(missed, scaleRecallTable(&b, rec)...)
+	scaleSearchNotes(&b, lat, rec, plan)
+	fmt.Fprintf(&b, "\n`EXPLAIN (ANALYZE, BUFFERS)` of the served statement (postgres.SearchSQL, planned for its arguments as the service plans it) for the question %q, after the rounds (the second of two runs; the query vector shortened):\n\n"+
+		"```\n%s\n```\n", s.queryForPlan, plan)
+	return sectionResult{text: b.String(), missed: missed}
+}
+
+func scaleBuilt(s *scaleSearch) string {
+	if s.reused && s.meta.builtAt.Before(time.Now().Add(-time.Hour)) {
+		return "reused, built " + s.meta.builtAt.UTC().Format("2006-01-02 15:04 UTC")
+	}
+	return "in this run"
+}
+
+// scaleLatencyTable writes the latencies and their goal, and returns the missed ones.
+func scaleLatencyTable(b *strings.Builder, lat *scaleLatencies) []string {
+	for _, l := range [][]time.Duration{lat.baseline, lat.uncached, lat.cached} {
+		slices.Sort(l)
+	}
+	base := percentile(lat.baseline, 99)
+	rows := [][]string{{"measured", "p50", "p99", "p99 ÷ baseline p99", "goal", "result", "samples"}}
+	var missed []string
+	for _, side := range []struct {
+		name string
+		l    []time.Duration
+	}{
+		{"search_site over HTTP, (a) uncached embedding", lat.uncached},
+		{"search_site over HTTP, (b) cached embedding", lat.cached},
+	} {
+		p99 := percentile(side.l, 99)
+		ratio := float64(p99) / float64(base)
+		pass := ratio <= scaleLatencyGoal
+		if !pass {
+			missed = append(missed, fmt.Sprintf("%s, %s: p99 %.1f× the baseline's, goal ≤ %.0f×", scaleSearchName, side.name, ratio, scaleLatencyGoal))
+		}
+		rows = append(rows, []string{side.name, duration(percentile(side.l, 50)), duration(p99), fmt.Sprintf("%.2f", ratio),
+			fmt.Sprintf("≤ %.0f", scaleLatencyGoal), verdictBy(pass, fmt.Sprintf("%.0f %% over", 100*(ratio/scaleLatencyGoal-1))), strconv.Itoa(len(side.l))})
+	}
+	rows = append(rows, []string{"pgvector kNN, k " + strconv.Itoa(scaleKNN) + " (baseline)", duration(percentile(lat.baseline, 50)),
+		duration(base), "1", "", "", strconv.Itoa(len(lat.baseline))})
+	table(b, rows)
+	b.WriteString("\n")
+	return missed
+}
+
+func verdictBy(pass bool, by string) string {
+	if pass {
+		return "PASS"
+	}
+	return "MISS (" + by + ")"
+}
+
+// scaleRecallTable writes the recall of the vector half and its goal, judged at the
+// service's hnsw.ef_search.
+func scaleRecallTable(b *strings.Builder, rec *scaleRecall) []string {
+	rows := [][]string{{"hnsw.ef_search", "recall@10", "worst question", "below 0.5", "goal", "result", "p50 / p99"}}
+	reach := 0
+	for _, l := range rec.levels {
+		ef, goal, verdict := strconv.Itoa(l.ef), "–", "info"
+		if l.ef == rec.ef {
+			ef += " (service)"
+			goal, verdict = fmt.Sprintf("≥ %.2f", recallGoal), verdictBy(l.recall >= recallGoal, fmt.Sprintf("%.3f short", recallGoal-l.recall))
+		}
+		if l.recall >= recallGoal && reach == 0 {
+			reach = l.ef
+		}
+		rows = append(rows, []string{ef, fmt.Sprintf("%.3f", l.recall), fmt.Sprintf("%.1f", l.worst), strconv.Itoa(l.poor), goal, verdict,
+			duration(l.p50) + " / " + duration(l.p99)})
+	}
+	fmt.Fprintf(b, "Recall@%d of the served query's vector half (its top %d of %d candidates) against exact search, %d questions:\n\n",
+		scaleKNN, scaleKNN, rec.candidates, rec.queries)
+	table(b, rows)
+	b.WriteString("\n")
+	if reach > 0 {
+		fmt.Fprintf(b, "The smallest hnsw.ef_search measured that reaches %.2f is %d.\n\n", recallGoal, reach)
+	} else {
+		fmt.Fprintf(b, "No hnsw.ef_search measured reaches %.2f.\n\n", recallGoal)
+	}
+	if l := rec.service(); l.recall < recallGoal {
+		return []string{fmt.Sprintf("%s: recall@10 of the vector half %.3f at hnsw.ef_search %d, goal ≥ %.2f", scaleSearchName, l.recall, rec.ef, recallGoal)}
+	}
+	return nil
+}
+
+// planningRE finds the planning and execution times in EXPLAIN ANALYZE's output.
+var planningRE = regexp.MustCompile(`Planning Time: ([0-9.]+) ms(?s:.*)Execution Time: ([0-9.]+) ms`)
+
+func scaleSearchNotes(b *strings.Builder, lat *scaleLatencies, rec *scaleRecall, plan string) {
+	n := len(lat.uncached)
+	fmt.Fprintf(b, "- the fake provider received %d requests while the %d uncached questions were asked, %d while the cached "+
+		"ones were: one per new question, none for a cached one\n", lat.providerUncached, n, lat.providerCached)
+	fmt.Fprintf(b, "- the first page of %d of the %d uncached answers (%.0f %%) is of the question's topic\n",
+		lat.topicHits, n, 100*float64(lat.topicHits)/float64(max(n, 1)))
+	fmt.Fprintf(b, "- recall: the index side runs the vector half of postgres.SearchSQL as a statement of its own (`%s`), "+
+		"planned for its arguments as the service plans its statement, on a connection of the service's pool (%s); its "+
+		"top %d is compared with the exact top %d by cosine distance, for which every chunk's vector is read once and "+
+		"ranked for every question in float64 (%s for all %d questions, rather than a sequential scan of the table for each)\n",
+		strings.Join(strings.Fields(legSQL(rec.candidates)), " "), rec.plan, scaleKNN, scaleKNN, seconds(rec.exactTook), rec.queries)
+	if l := rec.service(); l.poor > 0 {
+		fmt.Fprintf(b, "- at the service's hnsw.ef_search %d of %d questions found fewer than half of their exact top %d, most of "+
+			"them none: the local embedder's vector of a short question shares features with its own topic's chunks only, so "+
+			"that all other chunks are about equally far from it, and the greedy descent through the graph, with nothing to go "+
+			"by among them, can settle in another topic; a larger ef_search widens the search (see the table), at its cost in "+
+			"latency\n", l.poor, rec.queries, scaleKNN)
+	}
+	if m := planningRE.FindStringSubmatch(plan); m != nil {
+		legs := ""
+		v, f := legRowsRE("vec").FindStringSubmatch(plan), legRowsRE("fts").FindStringSubmatch(plan)
+		if v != nil && f != nil {
+			legs = fmt.Sprintf(", of which the vector half %s ms and the full-text half %s ms (ranking every chunk that holds "+
+				"one of the question's lexemes)", v[1], f[1])
+		}
+		fmt.Fprintf(b, "- search_site's statement is planned for its arguments on every call (an unnamed statement; a cached "+
+			"generic plan would not use the HNSW index); in the plan below planning takes %s ms and execution %s ms%s\n", m[1], m[2], legs)
+	}
+}
+
+// legRowsRE finds when a leg of the plan (a subquery scan on vec or fts) was done.
+func legRowsRE(leg string) *regexp.Regexp {
+	return regexp.MustCompile(`Subquery Scan on ` + leg + ` .*\(actual time=[0-9.]+\.\.([0-9.]+) `)
+}
