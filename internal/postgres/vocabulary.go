@@ -29,22 +29,24 @@ func (s *SiteIndex) RebuildVocabulary(ctx context.Context) error {
 // another form (kommen for komme: the stemmers know it) and that is no stop word of
 // English or German (a word of the other language, not a typo), the words that
 // are close to it: by trigram similarity, and those of about its length that start with
-// its letter and are at most two edits away.
+// its letter and are at most two edits away. The words are sifted first, each once: most
+// queries have none left, and then the search for close words never runs.
 const candidatesSQL = `
+WITH missing AS MATERIALIZED (
+	SELECT w0, w FROM unnest($1::text[]) AS w0, unaccent(w0) AS w
+	WHERE NOT EXISTS (SELECT 1 FROM search_vocabulary x WHERE x.word = w)
+	  AND numnode(plainto_tsquery('english', w)) > 0 AND numnode(plainto_tsquery('german', w0)) > 0
+	  AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.tsv @@ (plainto_tsquery('sitetools_english', w0) || plainto_tsquery('sitetools_german', w0)))
+)
 SELECT w0, v.word, v.ndoc, similarity(v.word, w)
-FROM unnest($1::text[]) AS w0
-CROSS JOIN LATERAL (SELECT unaccent(w0) AS w) AS u
-CROSS JOIN LATERAL (
+FROM missing CROSS JOIN LATERAL (
 	(SELECT word, ndoc FROM search_vocabulary WHERE word % w ORDER BY word <-> w LIMIT 20)
 	UNION
 	(SELECT word, ndoc FROM search_vocabulary
 	 WHERE word LIKE left(w, 1) || '%' AND length(word) BETWEEN length(w) - 1 AND length(w) + 1
 	   AND levenshtein_less_equal(word, w, 2) <= 2
 	 LIMIT 50)
-) AS v
-WHERE NOT EXISTS (SELECT 1 FROM search_vocabulary x WHERE x.word = w)
-  AND numnode(plainto_tsquery('english', w)) > 0 AND numnode(plainto_tsquery('german', w0)) > 0
-  AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.tsv @@ (plainto_tsquery('sitetools_english', w0) || plainto_tsquery('sitetools_german', w0)))`
+) AS v`
 
 // Candidates returns the indexed words close to each of words that the index does not
 // hold; a word it holds has none.
