@@ -219,8 +219,21 @@ func TestSiteNavigation(t *testing.T) {
 	if foot := labels("/", "Site information"); !slices.Equal(foot, []string{"/imprint", "/privacy", "/de/"}) {
 		t.Errorf("footer %v", foot)
 	}
-	if de := labels("/de/", "Hauptnavigation"); !slices.Equal(de, []string{"/de/contact"}) {
+	if de := labels("/de/", "Hauptnavigation"); !slices.Equal(de, []string{"/de/try-it", "/de/contact"}) {
 		t.Errorf("German navigation %v", de)
+	}
+	// The German section's own privacy policy stands for the root's; the imprint is the root's.
+	if foot := labels("/de/", "Informationen zur Website"); !slices.Equal(foot, []string{"/de/datenschutz", "/imprint", "/"}) {
+		t.Errorf("German footer %v", foot)
+	}
+	// Each section points the widget at its own relay guide.
+	for p, want := range map[string]string{"/pricing": "/try-it", "/de/contact": "/de/try-it"} {
+		metas := findAll(parseHTML(t, te.do(t, http.MethodGet, p, nil, nil).body), func(n *html.Node) bool {
+			return n.Data == "meta" && attr(n, "name") == "sitetools:guide"
+		})
+		if len(metas) != 1 || attr(metas[0], "content") != want {
+			t.Errorf("%s: sitetools:guide %d metas, want %s", p, len(metas), want)
+		}
 	}
 	root := parseHTML(t, te.do(t, http.MethodGet, "/pricing", nil, nil).body)
 	current := findAll(root, func(n *html.Node) bool { return attr(n, "aria-current") == "page" })

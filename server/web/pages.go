@@ -157,6 +157,7 @@ type link struct {
 // pageView is what the layout template renders.
 type pageView struct {
 	Lang, Title, FullTitle, SiteName, Home, ContactPath string
+	GuidePath                                           string // of the relay guide, or ""
 	Nav, Footer, Languages                              []link
 	Body                                                template.HTML
 	Contact                                             bool
@@ -258,6 +259,12 @@ func (s *Site) view(byPath map[string]*sourcePage, sections []string, sec, curre
 	if _, ok := byPath[sec+"contact"]; ok {
 		v.ContactPath = sec + "contact"
 	}
+	for _, p := range []string{sec + guideName, "/" + guideName} {
+		if _, ok := byPath[p]; ok {
+			v.GuidePath = p
+			break
+		}
+	}
 	// The contact form's topics are the contact page's own (its front matter's topics).
 	if contact := byPath[v.ContactPath]; contact != nil {
 		v.Topics = contact.topics
@@ -295,16 +302,7 @@ func (s *Site) view(byPath map[string]*sourcePage, sections []string, sec, curre
 		})
 	}
 	v.Nav = append(dirs, pages...)
-	v.Footer = legal
-	if sec != "/" {
-		// Legal pages exist once, at the root.
-		for p, page := range byPath {
-			if name := strings.Trim(p, "/"); slices.Contains(legalNames, name) {
-				v.Footer = append(v.Footer, link{Href: p, Label: cmp.Or(page.heading, page.title)})
-			}
-		}
-		slices.SortFunc(v.Footer, func(a, b link) int { return strings.Compare(a.Href, b.Href) })
-	}
+	v.Footer = legalFooter(byPath, sec, legal)
 	for _, other := range sections {
 		if other == sec {
 			continue
@@ -316,6 +314,25 @@ func (s *Site) view(byPath map[string]*sourcePage, sections []string, sec, curre
 		v.Languages = append(v.Languages, link{Href: other, Label: languageName(l), Lang: l})
 	}
 	return v
+}
+
+// legalFooter is the legal pages of section sec's footer: its own, and the root's of the
+// kinds it has none of in its language.
+func legalFooter(byPath map[string]*sourcePage, sec string, legal []link) []link {
+	if sec == "/" {
+		return legal
+	}
+	own := map[string]bool{}
+	for _, l := range legal {
+		own[legalKind[path.Base(l.Href)]] = true
+	}
+	for p, page := range byPath {
+		if name := strings.Trim(p, "/"); slices.Contains(legalNames, name) && !own[legalKind[name]] {
+			legal = append(legal, link{Href: p, Label: cmp.Or(page.heading, page.title)})
+		}
+	}
+	slices.SortFunc(legal, func(a, b link) int { return strings.Compare(a.Href, b.Href) })
+	return legal
 }
 
 func isReserved(p string) bool {

@@ -76,6 +76,14 @@ var reservedPrefixes = []string{"/api", "/assets", "/webmcp", "/mcp", "/healthz"
 // Pages under these names go to the footer rather than the main navigation.
 var legalNames = []string{"imprint", "impressum", "privacy", "datenschutz", "legal", "terms"}
 
+// legalKind is what a legal page is, whatever its language: a language section's own
+// privacy policy (/de/datenschutz) stands for the root's (/privacy) in its footer.
+var legalKind = map[string]string{"imprint": "imprint", "impressum": "imprint", "privacy": "privacy", "datenschutz": "privacy", "legal": "legal", "terms": "terms"}
+
+// The page a section offers as its guide to connecting an MCP client through the relay
+// (sec + guideName, else the root's): the chat's token card links to it.
+const guideName = "try-it"
+
 // New loads the pages and static files. A broken page stops start-up: a site that
 // silently lost a page would be worse.
 func New(o Options) (*Site, error) {

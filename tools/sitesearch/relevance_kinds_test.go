@@ -39,11 +39,13 @@ var relevanceBefore = map[string]float64{
 // typo correction and the query's language; a kind may not fall more than relevanceSlack
 // below it. A variant or kind without a figure here is held to relevanceBefore.
 var relevanceRecorded = map[string]map[string]float64{
+	// The German privacy policy and the relay guides (EN, DE) took German questions' places
+	// in the first three: German 77.8 → 72.2 (local) and 88.9 → 77.8 (with synonyms).
 	"local": {
-		"original": 0.917, "paraphrase": 0.311, "german": 0.778, "typo": 1.000, "original-style": 1.000,
+		"original": 0.917, "paraphrase": 0.333, "german": 0.722, "typo": 1.000, "original-style": 1.000,
 	},
 	"local+synonyms": {
-		"original": 0.917, "paraphrase": 0.400, "german": 0.889, "typo": 1.000, "original-style": 1.000,
+		"original": 0.917, "paraphrase": 0.378, "german": 0.778, "typo": 1.000, "original-style": 1.000,
 	},
 }
 

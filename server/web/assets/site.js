@@ -47,9 +47,21 @@ export async function navigate(href, { push = true } = {}) {
   for (const id of SWAPPED) document.getElementById(id).replaceWith(document.adoptNode(doc.getElementById(id)));
   document.title = doc.title;
   document.documentElement.lang = doc.documentElement.lang || document.documentElement.lang;
-  const meta = doc.querySelector('meta[name="sitetools:contact"]');
-  const ours = document.querySelector('meta[name="sitetools:contact"]');
-  if (meta && ours) ours.content = meta.content;
+  // The page's pointers for the widget (its contact page, its relay guide) follow it.
+  for (const name of ['sitetools:contact', 'sitetools:guide']) {
+    const meta = doc.querySelector(`meta[name="${name}"]`);
+    let ours = document.querySelector(`meta[name="${name}"]`);
+    if (!meta) {
+      ours?.remove();
+      continue;
+    }
+    if (!ours) {
+      ours = document.createElement('meta');
+      ours.name = name;
+      document.head.appendChild(ours);
+    }
+    ours.content = meta.content;
+  }
   const path = final.pathname + final.search + url.hash;
   if (push) history.pushState({}, '', path);
   const target = url.hash ? document.getElementById(decodeURIComponent(url.hash.slice(1))) : null;

@@ -247,7 +247,7 @@ export function launchBrowser(flags = []) {
 
 // What watchedPage records, by the name of its array in `seen`.
 const recorders = [
-  ['requests', 'request', (r) => ({ url: r.url(), method: r.method(), origin: r.headers().origin })],
+  ['requests', 'request', (r) => ({ url: r.url(), method: r.method(), origin: r.headers().origin, body: r.postData() ?? '' })],
   ['sockets', 'websocket', (ws) => ws.url()],
   ['console', 'console', (m) => `${m.type()}: ${m.text()}`],
   ['pageErrors', 'pageerror', (e) => String(e)],
@@ -354,6 +354,7 @@ export class Run {
    */
   async connectPill(page) {
     const token = await mintToken(this.relay.client);
+    (this.tokens ??= []).push(token);
     await page.click('#sitetools-webmcp-pill');
     assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'aria-expanded'), 'true');
     await page.fill('#sitetools-webmcp-token', token);
@@ -444,12 +445,15 @@ function fakeProvider(path, handle) {
 /**
  * startFakeLLM serves POST /v1/chat/completions as OpenAI does when streaming: a role
  * chunk, the answer's words as content deltas (the first at once, the others `gap` ms
- * apart), a finish chunk, a usage chunk when asked, then [DONE]. It counts calls.
+ * apart), a finish chunk, a usage chunk when asked, then [DONE]. It counts calls and keeps
+ * the request bodies. A script `toolCalls(body)` that returns calls ([{name, arguments}])
+ * makes that answer a round of tool calls instead, streamed as OpenAI streams them.
  */
-export async function startFakeLLM({ words = 'Yes, we do accessibility audits: see the services page.'.split(' '), gap = 150 } = {}) {
-  const state = { calls: 0, words, gap };
+export async function startFakeLLM({ words = 'Yes, we do accessibility audits: see the services page.'.split(' '), gap = 150, toolCalls = () => null } = {}) {
+  const state = { calls: 0, words, gap, toolCalls, bodies: [] };
   const server = fakeProvider('/v1/chat/completions', async (reqBody, res) => {
     state.calls++;
+    state.bodies.push(reqBody);
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
     const id = `chatcmpl-fake${state.calls}`;
     const created = Math.floor(Date.now() / 1000);
@@ -462,6 +466,16 @@ export async function startFakeLLM({ words = 'Yes, we do accessibility audits: s
     };
     const choice = (delta, finish = null) => [{ index: 0, delta, logprobs: null, finish_reason: finish }];
     send(choice({ role: 'assistant', content: '' }));
+    const calls = state.toolCalls(reqBody);
+    if (calls?.length) {
+      calls.forEach((c, index) =>
+        send(choice({ tool_calls: [{ index, id: `call_${state.calls}_${index}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } }] })),
+      );
+      send(choice({}, 'tool_calls'));
+      if (reqBody.stream_options?.include_usage) send([], { prompt_tokens: 50, completion_tokens: 10, total_tokens: 60 });
+      res.end('data: [DONE]\n\n');
+      return;
+    }
     for (let i = 0; i < state.words.length && !gone; i++) {
       if (i > 0) await new Promise((r) => setTimeout(r, state.gap));
       send(choice({ content: (i ? ' ' : '') + state.words[i] }));
@@ -520,10 +534,11 @@ export function median(xs) {
 /**
  * startFakeEmbeddings serves POST /v1/embeddings as OpenAI does, with deterministic
  * vectors (from a hash of each input). An input containing `slowWord` is answered only
- * after `slowMs`; a client that goes away before then is counted in `cancelled`.
+ * after `slowMs` (the state's, which a test may change); a client that goes away before
+ * then is counted in `cancelled`.
  */
 export async function startFakeEmbeddings({ dims = 64, slowWord = 'slowpoke', slowMs = 8000 } = {}) {
-  const state = { calls: 0, cancelled: 0, slowStarted: 0 };
+  const state = { calls: 0, cancelled: 0, slowStarted: 0, slowMs };
   const vector = (text) => {
     const v = [];
     for (let i = 0; v.length < dims; i++) {
@@ -540,7 +555,7 @@ export async function startFakeEmbeddings({ dims = 64, slowWord = 'slowpoke', sl
     if (inputs.some((s) => String(s).includes(slowWord))) {
       state.slowStarted++;
       const gone = await new Promise((resolve) => {
-        const t = setTimeout(() => resolve(false), slowMs);
+        const t = setTimeout(() => resolve(false), state.slowMs);
         res.on('close', () => {
           if (!res.writableEnded) {
             clearTimeout(t);

@@ -28,6 +28,7 @@ let site;
 let embed;
 let page;
 let catalog = [];
+let llm;
 
 const callDirect = (name, args) => run.callDirect(name, args);
 
@@ -44,7 +45,19 @@ before(
     embed = await run.fake(startFakeEmbeddings());
     // The model answers with a link for every hostile url, and one good link.
     const answer = ['See', '[the pricing page](/pricing).', ...hostileURLs(site).map((u, i) => `[h${i}](${u})`)].join(' ');
-    const llm = await run.fake(startFakeLLM({ words: answer.split(' '), gap: 0 }));
+    // A question with "slowpoke" gets a round of search_site (whose embedding the fake
+    // provider answers slowly), one with "backwards" a get_free_slots call that fails.
+    // (The service hands the model the conversation in one message, the visitor's new
+    // message last.)
+    const toolCalls = (body) => {
+      const last = body.messages.at(-1);
+      if (last?.role !== 'user') return null;
+      const asked = last.content.slice(last.content.lastIndexOf('VISITOR_MESSAGE'));
+      if (/slowpoke/.test(asked)) return [{ name: 'search_site', arguments: { query: 'slowpoke accessibility audits' } }];
+      if (/backwards/.test(asked)) return [{ name: 'get_free_slots', arguments: { from: '2030-01-10', to: '2030-01-01' } }];
+      return null;
+    };
+    llm = await run.fake(startFakeLLM({ words: answer.split(' '), gap: 0, toolCalls }));
     const relay = await run.startRelay();
     const env = {
       SITE_PAGES_DIR: DEMO_SITE,
@@ -247,4 +260,103 @@ test('the relay path and the native path work at the same time in one tab', asyn
   assert.equal((await page.webmcp.tools()).length, 7);
   assert.deepEqual(seen.pageErrors, []);
   assert.deepEqual(seen.console.filter((l) => /Content Security Policy/i.test(l)), []);
+});
+
+// ---------------------------------------------------------------------------------------
+// Tool activity in the chat
+
+/** The chat's tool lines and its status region, as the visitor's screen reader meets them. */
+const chatActivity = (p) =>
+  p.evaluate(() => {
+    const root = document.querySelector('sitetools-chat').shadowRoot;
+    const status = root.querySelector('#sitetools-chat-status');
+    const last = [...root.querySelectorAll('#sitetools-chat-log .msg-assistant')].at(-1);
+    return {
+      busy: root.querySelector('#sitetools-chat-log').getAttribute('aria-busy') === 'true',
+      status: { text: status.textContent, live: status.getAttribute('aria-live'), role: status.getAttribute('role') },
+      lines: [...(last?.querySelectorAll('.activity > .tool') ?? [])].map((li) => ({
+        state: li.dataset.state,
+        ariaBusy: li.getAttribute('aria-busy'),
+        summary: li.querySelector('summary').textContent,
+        open: li.querySelector('details').open,
+        detail: li.querySelector('.tool-detail').textContent,
+        detailVisible: li.querySelector('.tool-detail').checkVisibility(),
+        beforeText: !!(li.closest('.activity').compareDocumentPosition(last.querySelector('.msg-text')) & Node.DOCUMENT_POSITION_FOLLOWING),
+      })),
+      listLabel: last?.querySelector('.activity')?.getAttribute('aria-label') ?? null,
+    };
+  });
+
+test('a slow tool round shows as one folded, busy line, announced politely; then done, and never sent to the model', async () => {
+  embed.slowMs = 2500;
+  if (await page.isHidden('#sitetools-chat-panel')) await page.click('#sitetools-chat-launcher');
+  if (await page.isVisible('#sitetools-chat-consent-accept')) await page.click('#sitetools-chat-consent-accept');
+  const calls = llm.calls;
+  const slow = embed.slowStarted;
+  const answered = page.waitForResponse((res) => res.url() === `${site}/api/chat`, { timeout: 30000 });
+  await page.fill('#sitetools-chat-input', 'slowpoke: do you do accessibility audits?');
+  await page.press('#sitetools-chat-input', 'Enter');
+
+  // While the search waits for its embedding: one line, busy, folded, before the answer.
+  const running = await until('a running tool line', async () => {
+    const a = await chatActivity(page);
+    // (the provider holds the search's embedding: the round is under way)
+    const held = embed.slowStarted > slow;
+    return held && a.lines.length === 1 && a.lines[0].state === 'running' && a.status.text === 'Searching the site…' && a;
+  });
+  assert.deepEqual(running.lines[0], {
+    state: 'running', ariaBusy: 'true', summary: '…Searching the site…', open: false,
+    detail: 'Tool search_site: running', detailVisible: false, beforeText: true,
+  });
+  assert.equal(running.listLabel, 'Tools used for this answer');
+  assert.ok(running.busy, 'the log is busy while the turn runs');
+  assert.deepEqual(running.status, { text: 'Searching the site…', live: 'polite', role: 'status' });
+  // E2E_ACTIVITY_SCREENSHOT=/tmp/activity keeps pictures of the turn: -running.png, -done.png.
+  const shot = process.env.E2E_ACTIVITY_SCREENSHOT;
+  if (shot) await page.screenshot({ path: `${shot}-running.png` });
+
+  // Done: still one line, now done; expanding it names the tool and its status.
+  await answered;
+  const done = await until('the turn to end', async () => {
+    const a = await chatActivity(page);
+    return !a.busy && a.lines.length === 1 && a.lines[0].state === 'done' && a;
+  });
+  assert.equal(done.lines[0].summary, '✓Searched the site');
+  assert.equal(done.lines[0].ariaBusy, null);
+  await page.click('#sitetools-chat-log .msg-assistant:last-child .tool summary');
+  const open = (await chatActivity(page)).lines[0];
+  assert.deepEqual([open.open, open.detailVisible, open.detail], [true, true, 'Tool search_site: done']);
+  if (shot) await page.screenshot({ path: `${shot}-done.png` });
+
+  // The model saw the tool's result as a tool message and nothing of the line as text.
+  assert.equal(llm.calls, calls + 2);
+  const stored = (await page.evaluate(() => JSON.parse(localStorage.getItem('sitetools.chat.transcript')))).messages.at(-1);
+  assert.deepEqual(stored.tools, [{ name: 'search_site', ok: true }]);
+  // The next question sends the transcript: role and content only.
+  const next = page.waitForRequest((r) => r.url() === `${site}/api/chat`);
+  await page.fill('#sitetools-chat-input', 'Thanks, and what does it cost?');
+  await page.press('#sitetools-chat-input', 'Enter');
+  const body = JSON.parse((await next).postData());
+  for (const m of body.messages) assert.deepEqual(Object.keys(m).sort(), ['content', 'role']);
+  await until('the model to be asked again', async () => llm.calls === calls + 3);
+  const sent = JSON.stringify(llm.bodies.slice(calls));
+  for (const words of ['Searching the site', 'Searched the site', 'Tool search_site']) assert.ok(!sent.includes(words), words);
+  embed.slowMs = 8000;
+});
+
+test('a failed tool shows as failed, in the visitor’s language, without internals', async () => {
+  await until('the chat to be idle', async () => !(await chatActivity(page)).busy);
+  await page.evaluate(() => (document.documentElement.lang = 'de'));
+  await until('the German widget', async () => (await page.textContent('#sitetools-chat-send')).trim() === 'Senden');
+  await page.fill('#sitetools-chat-input', 'backwards: welche Termine sind frei?');
+  await page.press('#sitetools-chat-input', 'Enter');
+  const failed = await until('a failed line', async () => {
+    const a = await chatActivity(page);
+    return !a.busy && a.lines.length === 1 && a.lines[0].state === 'failed' && a;
+  });
+  assert.equal(failed.lines[0].summary, '✕Suche nach freien Terminen fehlgeschlagen');
+  assert.equal(failed.lines[0].detail, 'Werkzeug get_free_slots: fehlgeschlagen');
+  // The tool's own message ("ends before it starts") is for the model, not the line.
+  assert.doesNotMatch(JSON.stringify(failed), /before it starts|invalid|error/i);
+  await page.evaluate(() => (document.documentElement.lang = 'en'));
 });

@@ -19,6 +19,7 @@ import {
   Run,
   freePort,
   mcpShape,
+  requestLines,
   resultText,
   until,
   webDir,
@@ -34,6 +35,8 @@ const { logs, seen } = run;
 let site;
 let page;
 let serverToolNames = [];
+let adminPort;
+const ADMIN_TOKEN = 'e2e-admin-token-0123456789';
 
 // ---------------------------------------------------------------------------------------
 // Helpers
@@ -58,7 +61,14 @@ before(
 
     // Only what the service needs, with a database of its own, fresh each run: no LLM is
     // configured, so the chat answers in retrieval-only mode.
-    const env = { SITE_PAGES_DIR: DEMO_SITE, WEBMCP_RELAY_PORT: String(relay.port) };
+    // The admin listener too, so that the privacy test can read the metrics.
+    adminPort = await freePort();
+    const env = {
+      SITE_PAGES_DIR: DEMO_SITE,
+      WEBMCP_RELAY_PORT: String(relay.port),
+      ADMIN_LISTEN_ADDR: `127.0.0.1:${adminPort}`,
+      ADMIN_TOKEN: ADMIN_TOKEN,
+    };
     serverToolNames = (await run.startSitetools({ port: sitePort, site, database: DB_NAME, env })).map((t) => t.name);
     assert.ok(serverToolNames.includes('search_site') && serverToolNames.includes('get_free_slots'), serverToolNames.join(','));
 
@@ -374,6 +384,120 @@ test('axe-core finds no serious or critical violation on the demo, flyout closed
       assert.deepEqual(await axeViolations(tab), [], `${path}, token card open`);
       await tab.close();
     }
+  } finally {
+    await ctx.close();
+  }
+});
+
+// The statements of the privacy policy's WebMCP section (deploy/demo/site/privacy.md, and
+// de/datenschutz.md) that a test can check, against this running demo: its source names
+// this test.
+test("the privacy policy's claims hold on the running demo", async () => {
+  const marker = `zebracorn${Date.now().toString(36)}`;
+  const linesBefore = logs.serve.length;
+  const requestsBefore = seen.requests.length;
+
+  // A relayed search, a direct /mcp call, a chat question, and the browser-local tools, all
+  // carrying the marker.
+  const relayed = await run.callTool('search_site', { query: `${marker} accessibility audit` });
+  assert.equal(relayed.isError, false, resultText(relayed));
+  const mcp = await fetch(`${run.sitetools}/mcp`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'Mcp-Protocol-Version': '2025-11-25' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search_site', arguments: { query: `${marker} pricing` } } }),
+  });
+  assert.equal(mcp.status, 200);
+  if (await page.isHidden('#sitetools-chat-panel')) await page.click('#sitetools-chat-launcher');
+  const answered = page.waitForResponse((res) => res.url() === `${site}/api/chat`, { timeout: 20000 });
+  await page.fill('#sitetools-chat-input', `Do you know ${marker}?`);
+  await page.press('#sitetools-chat-input', 'Enter');
+  assert.equal((await answered).status(), 200);
+  await until('the chat to be idle', () => page.evaluate(() => !document.querySelector('sitetools-chat').shadowRoot.querySelector('#sitetools-chat-log[aria-busy]')));
+
+  // Browser-local tools send nothing to the server: no request of the tab, no log line.
+  const quietFrom = { lines: logs.serve.length, requests: seen.requests.length };
+  assert.equal((await run.callTool('resume_conversation', {})).isError, false);
+  // (it fills only empty fields: an earlier test may have filled them all)
+  await run.callTool('prefill_contact_form', { name: marker, message: `${marker} says hello` });
+  const local = seen.requests.slice(quietFrom.requests).filter((r) => r.url.startsWith(site));
+  // (prefill_contact_form may open the contact page: a page request without the arguments)
+  for (const r of local) assert.deepEqual([r.method, new URL(r.url).search, r.body], ['GET', '', ''], JSON.stringify(r));
+  for (const l of requestLines(logs.serve.slice(quietFrom.lines))) assert.notEqual(l.route, '/api/chat/tools', JSON.stringify(l));
+
+  // No cookies: none in the browser, none set by any page, tool call or chat answer.
+  assert.deepEqual(await page.context().cookies(), []);
+  assert.equal(await page.evaluate(() => document.cookie), '');
+
+  // The relay token never reached the server: in no request of the tab, in no log line.
+  assert.ok(run.tokens?.length > 0);
+  for (const token of run.tokens) {
+    assert.ok(!seen.requests.some((r) => r.url.startsWith(site) && (r.url.includes(token) || r.body.includes(token))), 'a request carried the token');
+    assert.ok(!logs.serve.some((l) => l.includes(token)), 'a log line holds the token');
+  }
+
+  // The log: no argument, question or address; a request line holds only the documented keys.
+  const lines = logs.serve.slice(linesBefore);
+  assert.ok(lines.length > 0);
+  assert.deepEqual(lines.filter((l) => l.includes(marker)), []);
+  const allowed = new Set(['time', 'level', 'msg', 'method', 'route', 'status', 'latency_us', 'tool', 'channel', 'code']);
+  const requests = requestLines(logs.serve);
+  assert.ok(requests.some((l) => l.tool === 'search_site' && l.channel === 'webmcp'), 'the relayed call is logged by tool and channel');
+  for (const l of requests) {
+    assert.deepEqual(Object.keys(l).filter((k) => !allowed.has(k)), [], JSON.stringify(l));
+    assert.doesNotMatch(JSON.stringify(l), /127\.0\.0\.1|zebracorn/, JSON.stringify(l));
+  }
+
+  // The metrics: tool calls by tool and channel, never an argument or an address.
+  const metrics = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`, { headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
+  assert.match(metrics, /tool="search_site"/);
+  assert.match(metrics, /channel="webmcp"/);
+  assert.ok(!metrics.includes(marker), 'a metric holds an argument');
+  assert.ok(!metrics.includes('127.0.0.1'), 'a metric holds an address');
+  assert.ok(seen.requests.length > requestsBefore);
+});
+
+test('the privacy policy and the relay guide render in both languages, linked from the navigation and the token card', async () => {
+  const ctx = await run.browser.newContext({ viewport: DESKTOP, bypassCSP: true });
+  try {
+    const tab = await ctx.newPage();
+    for (const [path, lang, heading, navTo, privacyHref, guideSection] of [
+      ['/try-it', 'en', 'Try it', '/try-it', '/privacy', 'One limit'],
+      ['/de/try-it', 'de', 'Ausprobieren', '/de/try-it', '/de/datenschutz', 'Eine Grenze'],
+      ['/privacy', 'en', 'Privacy policy', null, '/privacy', 'Your own AI assistant (WebMCP)'],
+      ['/de/datenschutz', 'de', 'Datenschutzerklärung', null, '/de/datenschutz', 'Ihr eigener KI-Assistent (WebMCP)'],
+    ]) {
+      const res = await tab.goto(`${site}${path}`);
+      assert.equal(res.status(), 200, path);
+      assert.equal(await tab.getAttribute('html', 'lang'), lang, path);
+      assert.equal((await tab.textContent('#sitetools-main h1')).trim(), heading, path);
+      const h2 = await tab.$$eval('#sitetools-main h2', (hs) => hs.map((x) => x.textContent.trim()));
+      assert.ok(h2.includes(guideSection), `${path}: ${h2}`);
+      if (navTo) assert.equal(await tab.getAttribute(`#sitetools-header nav a[href="${navTo}"]`, 'aria-current'), 'page', path);
+      assert.ok(await tab.$(`footer a[href="${privacyHref}"]`), `${path}: the footer links ${privacyHref}`);
+      // The token card links this language's guide, in the card and as the token's help.
+      await tab.click('#sitetools-chat-launcher');
+      if (await tab.isVisible('#sitetools-chat-consent-accept')) await tab.click('#sitetools-chat-consent-accept');
+      await tab.click('#sitetools-webmcp-pill');
+      const guide = lang === 'en' ? '/try-it' : '/de/try-it';
+      assert.equal(new URL(await tab.getAttribute('#sitetools-webmcp-guide', 'href')).pathname, guide, path);
+      assert.equal(await tab.getAttribute('#sitetools-webmcp-token-help-link', 'href'), `${site}${guide}#token`, path);
+      assert.equal(await tab.getAttribute('#sitetools-webmcp-token', 'aria-describedby'), 'sitetools-webmcp-token-help');
+      assert.deepEqual(await axeViolations(tab), [], `${path}, token card open`);
+      await tab.keyboard.press('Escape');
+      await tab.keyboard.press('Escape');
+    }
+    // The guide's token step is where the help link points.
+    await tab.goto(`${site}/de/try-it#token`);
+    assert.match(await tab.textContent('#token'), /Token holen/);
+    // Following the card's link keeps the tab's document (the site's router), so a
+    // connection would survive it.
+    await tab.goto(`${site}/pricing`);
+    await tab.evaluate(() => (window.__marker = 'still here'));
+    await tab.click('#sitetools-chat-launcher');
+    await tab.click('#sitetools-webmcp-pill');
+    await tab.click('#sitetools-webmcp-guide');
+    await until('the guide', async () => new URL(tab.url()).pathname === '/try-it');
+    assert.equal(await tab.evaluate(() => window.__marker), 'still here');
   } finally {
     await ctx.close();
   }

@@ -3,8 +3,10 @@
 //   <script type="module" src="/webmcp/chat.js"></script>
 //
 // optionally with a <sitetools-chat> element where the page wants it (attributes `lang`,
-// `label`, `placeholder`, and `inline` for a chat that sits in the page instead of a
-// flyout in the corner). Without one, the widget adds one to <body> itself.
+// `label`, `placeholder`, `guide` for the page that explains connecting an MCP client
+// through the relay, and `inline` for a chat that sits in the page instead of a flyout in
+// the corner). Without one, the widget adds one to <body> itself. Without `guide`, the
+// page's <meta name="sitetools:guide" content="/try-it"> names the guide, if any.
 //
 // Everything lives in an open shadow root: the page's stylesheet cannot change it and
 // its styles cannot leak out. Theming is by CSS custom properties and ::part() (see
@@ -27,6 +29,7 @@ import {
   setConsent,
   storeTranscript,
 } from './core.js';
+import { activityLine, setActivity, storedActivity } from './activity.js';
 import { h } from './dom.js';
 import { renderMarkdown } from './render.js';
 import { readEventStream } from './sse.js';
@@ -81,7 +84,7 @@ function navigateTo(g) {
 }
 
 class SitetoolsChat extends HTMLElement {
-  static observedAttributes = ['lang', 'label', 'placeholder', 'inline'];
+  static observedAttributes = ['lang', 'label', 'placeholder', 'inline', 'guide'];
 
   #el = null; // the nodes, once built
   #busy = false;
@@ -185,7 +188,13 @@ class SitetoolsChat extends HTMLElement {
     const toolbar = h('header', { class: 'toolbar', part: 'header' }, el.title, el.pill, el.clear, el.close);
 
     el.cardTitle = t('cardTitle', h('h3', { id: 'sitetools-webmcp-card-title' }));
-    el.token = h('input', { id: 'sitetools-webmcp-token', name: 'token', type: 'password', autocomplete: 'off', spellcheck: 'false', required: true, part: 'input' });
+    el.token = h('input', { id: 'sitetools-webmcp-token', name: 'token', type: 'password', autocomplete: 'off', spellcheck: 'false', required: true, part: 'input', 'aria-describedby': 'sitetools-webmcp-token-help' });
+    // The site's step-by-step guide (attribute `guide` or <meta name="sitetools:guide">):
+    // once under the card's note, once as the token field's help.
+    el.guide = t('guide', h('a', { class: 'card-guide', id: 'sitetools-webmcp-guide', part: 'guide-link' }));
+    el.tokenHelp = h('p', { class: 'card-help', id: 'sitetools-webmcp-token-help' }, t('tokenHelp', h('span', {})), ' ');
+    el.tokenHelpLink = t('tokenHelpLink', h('a', { id: 'sitetools-webmcp-token-help-link' }));
+    el.tokenHelp.append(el.tokenHelpLink);
     el.connect = t('connect', h('button', { type: 'submit', class: 'button', id: 'sitetools-webmcp-connect' }));
     el.connectForm = h(
       'form',
@@ -193,6 +202,7 @@ class SitetoolsChat extends HTMLElement {
       t('token', h('label', { for: 'sitetools-webmcp-token' })),
       el.token,
       el.connect,
+      el.tokenHelp,
     );
     el.disconnect = t('disconnect', h('button', { type: 'button', class: 'button button-secondary', id: 'sitetools-webmcp-disconnect', hidden: true }));
     el.cardStatus = h('p', { class: 'card-status', id: 'sitetools-webmcp-status', role: 'status', 'aria-live': 'polite' });
@@ -203,6 +213,7 @@ class SitetoolsChat extends HTMLElement {
       { class: 'card', part: 'card', id: 'sitetools-webmcp-card', role: 'region', 'aria-labelledby': 'sitetools-webmcp-card-title', hidden: true },
       el.cardTitle,
       t('cardNote', h('p', { class: 'card-note' })),
+      h('p', { class: 'card-note' }, el.guide),
       el.connectForm,
       el.disconnect,
       el.cardStatus,
@@ -219,9 +230,10 @@ class SitetoolsChat extends HTMLElement {
       h('div', { class: 'actions' }, el.accept, el.decline),
     );
 
-    // The conversation: a live region (role log) holding the list of messages.
+    // The conversation: a live region (role log) holding the list of messages. It scrolls,
+    // so it takes focus: a keyboard can scroll it when nothing in it is a link.
     el.list = h('ol', { class: 'messages' });
-    el.log = h('div', { class: 'log', part: 'log', id: 'sitetools-chat-log', role: 'log', 'aria-live': 'polite', 'aria-relevant': 'additions text' }, el.list);
+    el.log = h('div', { class: 'log', part: 'log', id: 'sitetools-chat-log', role: 'log', tabindex: '0', 'aria-live': 'polite', 'aria-relevant': 'additions text' }, el.list);
     el.status = h('p', { class: 'visually-hidden', id: 'sitetools-chat-status', role: 'status', 'aria-live': 'polite' });
     el.input = h('textarea', { id: 'sitetools-chat-input', name: 'message', rows: '2', maxlength: '2000', required: true, part: 'input' });
     el.send = t('send', h('button', { type: 'submit', class: 'button', id: 'sitetools-chat-send', part: 'send' }));
@@ -329,6 +341,15 @@ class SitetoolsChat extends HTMLElement {
     });
 
     e.pill.addEventListener('click', () => (e.card.hidden ? this.#openCard() : this.#closeCard(true)));
+    for (const a of [e.guide, e.tokenHelpLink]) {
+      a.addEventListener('click', (ev) => {
+        if (ev.defaultPrevented || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
+        const g = guardSameOrigin(a.getAttribute('href'), location.origin);
+        if (!g.ok) return;
+        ev.preventDefault();
+        navigateTo(g);
+      });
+    }
     e.connectForm.addEventListener('submit', (ev) => {
       ev.preventDefault();
       const token = e.token.value.trim();
@@ -368,7 +389,21 @@ class SitetoolsChat extends HTMLElement {
     e.log.setAttribute('aria-label', s.conversation);
     e.input.placeholder = this.getAttribute('placeholder') || s.placeholder;
     this.#showStatus(this.#status);
+    this.#showGuide();
     this.#render();
+  }
+
+  // showGuide points the card's links at the site's guide, or hides them: the attribute
+  // `guide`, else the page's <meta name="sitetools:guide">; same-origin only.
+  #showGuide() {
+    const e = this.#el;
+    const href = this.getAttribute('guide') || document.querySelector('meta[name="sitetools:guide"]')?.content || '';
+    const g = href ? guardSameOrigin(href, location.origin) : { ok: false };
+    e.guide.parentElement.hidden = !g.ok;
+    e.tokenHelp.hidden = !g.ok;
+    if (!g.ok) return;
+    e.guide.href = g.url;
+    e.tokenHelpLink.href = `${g.url.split('#')[0]}#token`;
   }
 
   // -------------------------------------------------------------------------------------
@@ -421,9 +456,17 @@ class SitetoolsChat extends HTMLElement {
     const who = h('span', { class: 'msg-who' }, (m.role === 'user' ? t.you : t.assistant) + (m.from === 'mcp' ? t.savedByClient : ''));
     const box = h('div', { class: 'msg-text' });
     this.#fillMessage(box, m.role, m.content);
-    const li = h('li', { class: `msg msg-${m.role}`, part: `message message-${m.role}` }, who, box);
+    const li = h('li', { class: `msg msg-${m.role}`, part: `message message-${m.role}` }, who);
+    const done = m.role === 'assistant' ? storedActivity(m.tools) : [];
+    if (done.length) li.appendChild(this.#activityList(done.map((x) => activityLine(this.#t, x.name, x.ok ? 'done' : 'failed'))));
+    li.appendChild(box);
     if (Array.isArray(m.sources) && m.sources.length) li.appendChild(this.#sourceList(m.sources));
     return li;
+  }
+
+  // activityList holds a turn's tool activity: one folded line per tool call.
+  #activityList(lines = []) {
+    return h('ul', { class: 'activity', part: 'activity', 'aria-label': this.#t.activity }, ...lines);
   }
 
   #render() {
@@ -476,12 +519,16 @@ class SitetoolsChat extends HTMLElement {
     const item = this.#messageItem({ role: 'assistant', content: '' });
     const text = item.querySelector('.msg-text');
     e.list.appendChild(item);
+    // The turn's tool calls, each a folded line: shown here and kept with the answer for
+    // this browser, never sent back (only role and content of a message are).
+    const calls = new Map();
+    let activity = null;
     e.log.setAttribute('aria-busy', 'true');
     this.#busy = true;
     e.send.disabled = true;
     this.#say(t.answering);
 
-    const answer = { role: 'assistant', content: '', sources: [] };
+    const answer = { role: 'assistant', content: '', sources: [], tools: [] };
     let failed = '';
     let frame = 0;
     try {
@@ -491,7 +538,9 @@ class SitetoolsChat extends HTMLElement {
         credentials: 'same-origin',
         body: JSON.stringify({
           conversationId: tr.conversationId,
-          messages: tr.messages.slice(-SENT_MESSAGES).map((m) => ({ role: m.role, content: m.content })),
+          // The site refuses U+0000 in a message: one that a model once streamed must not
+          // make every later question of the conversation fail.
+          messages: tr.messages.slice(-SENT_MESSAGES).map((m) => ({ role: m.role, content: m.content.replaceAll('\0', '') })),
           consent: true,
         }),
       });
@@ -517,9 +566,24 @@ class SitetoolsChat extends HTMLElement {
                 });
               }
               break;
-            case 'tool.call':
-              this.#say(t.lookingUp);
+            case 'tool.call': {
+              if (typeof d.name !== 'string' || typeof d.id !== 'string' || calls.has(d.id)) break;
+              const line = activityLine(t, d.name, 'running');
+              calls.set(d.id, { name: d.name, line });
+              if (!activity) activity = item.insertBefore(this.#activityList(), text);
+              activity.appendChild(line);
+              this.#say(line.dataset.label);
               break;
+            }
+            case 'tool.result': {
+              const call = calls.get(d.id);
+              if (!call || call.line.dataset.state !== 'running') break;
+              const ok = d.ok === true;
+              setActivity(t, call.line, call.name, ok ? 'done' : 'failed');
+              answer.tools.push({ name: call.name, ok });
+              if (!ok) this.#say(call.line.dataset.label);
+              break;
+            }
             case 'sources':
               if (Array.isArray(d.items)) answer.sources = d.items.filter((x) => x && typeof x.url === 'string');
               break;
@@ -541,7 +605,10 @@ class SitetoolsChat extends HTMLElement {
     if (answer.content.trim() !== '') {
       const now = loadTranscript(s);
       if (!now.conversationId) now.conversationId = tr.conversationId;
-      now.messages.push(answer.sources.length ? answer : { role: 'assistant', content: answer.content });
+      const saved = { role: 'assistant', content: answer.content.replaceAll('\0', '') };
+      if (answer.sources.length) saved.sources = answer.sources;
+      if (answer.tools.length) saved.tools = answer.tools;
+      now.messages.push(saved);
       storeTranscript(s, now);
     }
     this.#render();
@@ -557,6 +624,7 @@ class SitetoolsChat extends HTMLElement {
 
   #openCard() {
     const e = this.#el;
+    this.#showGuide();
     e.card.hidden = false;
     e.pill.setAttribute('aria-expanded', 'true');
     (e.disconnect.hidden ? e.token : e.disconnect).focus();
