@@ -251,7 +251,9 @@ func TestWalkDir(t *testing.T) {
 				{"/case-studies/sonnenberg-dental", "Case study: Sonnenberg Dental — privacy engineering for a clinic group", "en"},
 				{"/contact", "Contact", "en"},
 				{"/de/contact", "Kontakt", "de"},
+				{"/de/datenschutz", "Datenschutzerklärung", "de"},
 				{"/de/", "Northwind Lane Consulting — Webplattformen, Daten, Datenschutz und Barrierefreiheit", "de"},
+				{"/de/try-it", "Mit dem eigenen KI-Assistenten ausprobieren", "de"},
 				{"/faq", "Frequently asked questions", "en"},
 				{"/imprint", "Imprint (Impressum)", "en"},
 				{"/", "Northwind Lane Consulting — web platforms, data, privacy and accessibility", "en"},
@@ -267,6 +269,7 @@ func TestWalkDir(t *testing.T) {
 				{"/team/", "Team", "en"},
 				{"/team/mara-lindqvist", "Mara Lindqvist", "en"},
 				{"/team/tobias-reinholt", "Tobias Reinholt", "en"},
+				{"/try-it", "Try it with your own AI assistant", "en"},
 			},
 		},
 	} {
