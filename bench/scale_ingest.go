@@ -24,7 +24,9 @@ import (
 // generated site, from a directory and over a sitemap, with the offline local embedder
 // and with a fake OpenAI-compatible provider that counts its requests; each first ingest
 // into an empty database, then again with nothing changed.
-func init() { sections = append(sections, section{name: scaleIngestName, run: runScaleIngest}) }
+func init() {
+	sections = append(sections, section{name: scaleIngestName, order: 2, run: runScaleIngest})
+}
 
 const (
 	scaleSitemapPages = 2_000

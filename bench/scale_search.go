@@ -30,7 +30,9 @@ import (
 // The search section: search_site as served, over HTTP, on the generated site of 10 000
 // pages, with the query's embedding from a fake provider (new queries) or from the cache
 // (the same queries again), against a pure pgvector kNN query on the same HNSW index.
-func init() { sections = append(sections, section{name: scaleSearchName, run: runScaleSearch}) }
+func init() {
+	sections = append(sections, section{name: scaleSearchName, order: 3, run: runScaleSearch})
+}
 
 const (
 	scaleRounds        = 4   // interleaved: baseline, uncached, cached

@@ -22,7 +22,7 @@ const (
 )
 
 func init() {
-	sections = append(sections, section{name: wrkName, run: runWrk})
+	sections = append(sections, section{name: wrkName, order: 0, run: runWrk})
 }
 
 type wrkRound struct{ subject, baseline float64 }
