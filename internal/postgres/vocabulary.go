@@ -25,19 +25,25 @@ func (s *SiteIndex) RebuildVocabulary(ctx context.Context) error {
 	}))
 }
 
-// candidatesSQL finds, for each word the vocabulary does not hold, that no chunk holds in
-// another form (kommen for komme: the stemmers know it) and that is no stop word of
-// English or German (a word of the other language, not a typo), the words that
-// are close to it: by trigram similarity, and those of about its length that start with
-// its letter and are at most two edits away. The words are sifted first, each once: most
-// queries have none left, and then the search for close words never runs.
+// candidatesSQL sifts the query's words, each once: a word the vocabulary holds, that a
+// chunk holds in another form (kommen for komme: the stemmers know it) or that is a stop
+// word of English or German (a word of the other language, not a typo) is held, and comes
+// back alone, with no candidate. Most queries have no other word, and then the search
+// for close words never runs. For each other word, the words close to it: by trigram
+// similarity, and those of about its length that start with its letter and are at most
+// two edits away.
 const candidatesSQL = `
-WITH missing AS MATERIALIZED (
-	SELECT w0, w FROM unnest($1::text[]) AS w0, unaccent(w0) AS w
+WITH words AS MATERIALIZED (
+	SELECT DISTINCT w0, unaccent(w0) AS w FROM unnest($1::text[]) AS w0
+),
+missing AS MATERIALIZED (
+	SELECT w0, w FROM words
 	WHERE NOT EXISTS (SELECT 1 FROM search_vocabulary x WHERE x.word = w)
 	  AND numnode(plainto_tsquery('english', w)) > 0 AND numnode(plainto_tsquery('german', w0)) > 0
 	  AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.tsv @@ (plainto_tsquery('sitetools_english', w0) || plainto_tsquery('sitetools_german', w0)))
 )
+SELECT w0, NULL, NULL, NULL FROM words WHERE w0 NOT IN (SELECT w0 FROM missing)
+UNION ALL
 SELECT w0, v.word, v.ndoc, similarity(v.word, w)
 FROM missing CROSS JOIN LATERAL (
 	(SELECT word, ndoc FROM search_vocabulary WHERE word % w ORDER BY word <-> w LIMIT 20)
@@ -49,7 +55,7 @@ FROM missing CROSS JOIN LATERAL (
 ) AS v`
 
 // Candidates returns the indexed words close to each of words that the index does not
-// hold; a word it holds has none.
+// hold; a word it holds is there with none.
 func (s *SiteIndex) Candidates(ctx context.Context, words []string) (map[string][]sitesearch.Candidate, error) {
 	out := map[string][]sitesearch.Candidate{}
 	if len(words) == 0 {
@@ -62,11 +68,17 @@ func (s *SiteIndex) Candidates(ctx context.Context, words []string) (map[string]
 	defer rows.Close()
 	for rows.Next() {
 		var w string
-		var c sitesearch.Candidate
-		if err := rows.Scan(&w, &c.Word, &c.Chunks, &c.Similarity); err != nil {
+		var word *string
+		var chunks *int
+		var similarity *float64
+		if err := rows.Scan(&w, &word, &chunks, &similarity); err != nil {
 			return nil, Wrap("postgres.SiteIndex.Candidates", err)
 		}
-		out[w] = append(out[w], c)
+		if word == nil {
+			out[w] = nil // held
+			continue
+		}
+		out[w] = append(out[w], sitesearch.Candidate{Word: *word, Chunks: *chunks, Similarity: *similarity})
 	}
 	return out, Wrap("postgres.SiteIndex.Candidates", rows.Err())
 }

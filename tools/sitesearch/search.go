@@ -45,7 +45,7 @@ func Tools(opts Options) ([]tools.Tool, error) {
 	if opts.MaxPageChars <= 0 {
 		opts.MaxPageChars = 20_000
 	}
-	s := &searcher{opts: opts}
+	s := &searcher{opts: opts, known: newKnownWords(nil)}
 	search := tools.Tool{
 		Name:         "search_site",
 		Title:        "Search this site",
@@ -130,7 +130,8 @@ func Tools(opts Options) ([]tools.Tool, error) {
 }
 
 type searcher struct {
-	opts Options
+	opts  Options
+	known *knownWords
 }
 
 type searchArgs struct {

@@ -27,7 +27,8 @@ type Index interface {
 	// SetSource records that an unchanged page now comes from source.
 	SetSource(ctx context.Context, url, source string) error
 	// Candidates returns, for each of words the index does not hold, the indexed words
-	// close to it; a word it holds has none.
+	// close to it (a word with none close is left out), and with none each word that needs
+	// no correcting: one it holds, in any form, or a stop word.
 	Candidates(ctx context.Context, words []string) (map[string][]Candidate, error)
 	// RebuildVocabulary makes the words Candidates knows those of the pages held now.
 	RebuildVocabulary(ctx context.Context) error

@@ -3,6 +3,8 @@ package sitesearch
 import (
 	"context"
 	"strings"
+	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -28,6 +30,7 @@ func (s *searcher) correct(ctx context.Context, query string) (map[string]string
 			words = append(words, w)
 		}
 	}
+	words = s.known.unknown(words)
 	if len(words) == 0 {
 		return nil, nil
 	}
@@ -37,11 +40,59 @@ func (s *searcher) correct(ctx context.Context, query string) (map[string]string
 	}
 	out := map[string]string{}
 	for w, list := range cands {
-		if best, ok := closest(w, list); ok {
+		if len(list) == 0 {
+			s.known.add(w)
+		} else if best, ok := closest(w, list); ok {
 			out[w] = best
 		}
 	}
 	return out, nil
+}
+
+// knownWords remembers for a while the query words that need no correcting: most
+// queries are made of them only, and then typo correction costs no round trip. A word
+// the index gives up (an ingest removed its pages) is at worst left uncorrected until it
+// is forgotten; a new word is always looked up.
+type knownWords struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+	now   func() time.Time
+}
+
+const (
+	knownWordsFor = 5 * time.Minute
+	knownWordsMax = 50_000 // then all are forgotten at once
+)
+
+func newKnownWords(now func() time.Time) *knownWords {
+	if now == nil {
+		now = time.Now
+	}
+	return &knownWords{until: map[string]time.Time{}, now: now}
+}
+
+// unknown is those of words it does not remember, in order.
+func (k *knownWords) unknown(words []string) []string {
+	now := k.now()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := words[:0:0]
+	for _, w := range words {
+		if t, ok := k.until[w]; !ok || now.After(t) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func (k *knownWords) add(w string) {
+	t := k.now().Add(knownWordsFor)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.until) >= knownWordsMax {
+		clear(k.until)
+	}
+	k.until[w] = t
 }
 
 // maxEdits is how many edits a correction of a word of n letters may make: most typos
