@@ -94,6 +94,10 @@ func ttftGoals(b *strings.Builder, c int, st [ttftKinds]ttftStats) []string {
 	if plain > ttftPlainGoal {
 		verdict += " by " + duration(plain-ttftPlainGoal)
 		missed = append(missed, fmt.Sprintf("%s, %d concurrent: %s: %s", ttftName, c, goal, duration(plain)))
+		defer fmt.Fprintf(b, "- why, at %d concurrent, without tools: before its model call a turn reserves its tokens "+
+			"in the day's budget row (an UPDATE of one row, which the turns take in turn) and after it settles them and "+
+			"writes a ledger row; the two cores are shared by the service, PostgreSQL, the fake model and %d clients, so "+
+			"these steps queue, and the rounds' p50s spread (see the table)\n", c, c)
 	}
 	fmt.Fprintf(b, "- %d concurrent: %s: %s (the fake model's own share, measured alone: %s), **%s**.\n",
 		c, goal, duration(plain), duration(st[kindFake].p50), verdict)
