@@ -108,11 +108,15 @@ func ttftGoals(b *strings.Builder, c int, st [ttftKinds]ttftStats) []string {
 	if beyond > ttftToolSlack {
 		verdict += " by " + duration(beyond-ttftToolSlack)
 		missed = append(missed, fmt.Sprintf("%s, %d concurrent: %s: %s beyond the search", ttftName, c, goal, signed(beyond)))
+		wait := "each of them a round trip to PostgreSQL, one after another"
+		if c > 1 {
+			wait = fmt.Sprintf("the turns take the budget row in turn, and the two cores are shared by the service, "+
+				"PostgreSQL, the fake model and %d clients, so these steps queue (search_site back to back at this "+
+				"concurrency takes %s at p50)", c, duration(st[kindSearchLoop].p50))
+		}
 		defer fmt.Fprintf(b, "- why, at %d concurrent: besides the search, a tool round makes a second model call, with "+
-			"its tokens reserved in the day's budget row before and settled after (two UPDATEs of one row, which the turns "+
-			"take in turn), a ledger row for it and for the search, and the tool's events; at this concurrency the two "+
-			"cores are shared by the service, PostgreSQL, the fake model and the clients, so these steps queue (search_site "+
-			"back to back at this concurrency takes %s at p50)\n", c, duration(st[kindSearchLoop].p50))
+			"its tokens reserved in the day's budget row before and settled after (two UPDATEs of one row), a ledger "+
+			"row for it and for the search, and the tool's events: %s\n", c, wait)
 	}
 	fmt.Fprintf(b, "- %d concurrent: %s: the tool round adds %s (p50 with it − p50 without), search_site alone "+
 		"takes %s, so %s beyond the search itself (of which the second model call's fake model share, measured "+
