@@ -13,10 +13,14 @@ import (
 )
 
 // RateLimiter allows each client perMinute calls per minute, with bursts up to that
-// many. It is per replica and in memory: addresses are never stored elsewhere.
+// many. It is per replica and in memory: addresses are never stored elsewhere, and a
+// client is forgotten within two minutes of its last call (its allowance refills within
+// one; a sweep runs every minute while it holds any client, busy or quiet).
 type RateLimiter struct {
 	perMinute int
 	now       func() time.Time
+	// after runs f once after d (time.AfterFunc; tests run the sweep themselves).
+	after func(d time.Duration, f func())
 	// IPv6Prefix keys IPv6 clients by their network of this many bits (64: a /64, what
 	// one household or server gets), so that rotating through one's own addresses buys
 	// nothing. 0 or 128 keys each address.
@@ -25,6 +29,7 @@ type RateLimiter struct {
 	mu        sync.Mutex
 	clients   map[string]*rate.Limiter
 	lastSweep time.Time
+	scheduled bool // a timed sweep is pending
 }
 
 // NewRateLimiter returns a limiter; perMinute 0 allows everything. now is the clock
@@ -33,7 +38,8 @@ func NewRateLimiter(perMinute int, now func() time.Time) *RateLimiter {
 	if now == nil {
 		now = time.Now
 	}
-	return &RateLimiter{perMinute: perMinute, now: now, clients: map[string]*rate.Limiter{}}
+	after := func(d time.Duration, f func()) { time.AfterFunc(d, f) }
+	return &RateLimiter{perMinute: perMinute, now: now, after: after, clients: map[string]*rate.Limiter{}}
 }
 
 // Allow takes one call from client's allowance. When none is left it returns false and
@@ -51,6 +57,10 @@ func (l *RateLimiter) Allow(client string) (bool, time.Duration) {
 	if !ok {
 		lim = rate.NewLimiter(rate.Every(time.Minute/time.Duration(l.perMinute)), l.perMinute)
 		l.clients[client] = lim
+		if !l.scheduled {
+			l.scheduled = true
+			l.after(time.Minute, l.timedSweep)
+		}
 	}
 	r := lim.ReserveN(now, 1)
 	if d := r.DelayFrom(now); d > 0 {
@@ -82,6 +92,10 @@ func (l *RateLimiter) sweep(now time.Time) {
 	if now.Sub(l.lastSweep) < time.Minute {
 		return
 	}
+	l.forgetIdle(now)
+}
+
+func (l *RateLimiter) forgetIdle(now time.Time) {
 	l.lastSweep = now
 	for k, lim := range l.clients {
 		if lim.TokensAt(now) >= float64(l.perMinute) {
@@ -89,6 +103,20 @@ func (l *RateLimiter) sweep(now time.Time) {
 		}
 	}
 }
+
+// timedSweep forgets idle clients without waiting for a call, and comes again in a
+// minute while any client is left: on a quiet server too, no address stays.
+func (l *RateLimiter) timedSweep() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.forgetIdle(l.now())
+	if len(l.clients) == 0 {
+		l.scheduled = false
+		return
+	}
+	l.after(time.Minute, l.timedSweep)
+}
+
 
 // Intercept applies the limit to every tool call, on every channel.
 func (l *RateLimiter) Intercept(ctx context.Context, call *tools.Call, next tools.Invoker) (*tools.Result, error) {

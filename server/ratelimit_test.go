@@ -45,6 +45,59 @@ func TestRateLimiterKeysIPv6ByNetwork(t *testing.T) {
 	}
 }
 
+// TestRateLimiterForgetsQuietClients: with no further call at all, a client's address is
+// gone once its allowance is full again, at the next minute's sweep; the sweeps stop when
+// no client is left and start again with the next one.
+func TestRateLimiterForgetsQuietClients(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	l := NewRateLimiter(2, func() time.Time { return now })
+	var pending []func()
+	l.after = func(d time.Duration, f func()) {
+		if d != time.Minute {
+			t.Errorf("sweep after %v, want a minute", d)
+		}
+		pending = append(pending, f)
+	}
+	held := func() int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.clients)
+	}
+	sweep := func() {
+		t.Helper()
+		if len(pending) != 1 {
+			t.Fatalf("%d sweeps pending, want 1", len(pending))
+		}
+		f := pending[0]
+		pending = pending[1:]
+		f()
+	}
+	l.Allow("203.0.113.1")
+	l.Allow("203.0.113.1") // its allowance is spent
+	now = now.Add(20 * time.Second)
+	l.Allow("203.0.113.2")
+	l.Allow("203.0.113.2")
+	if held() != 2 || len(pending) != 1 {
+		t.Fatalf("%d clients, %d sweeps pending; want 2 and 1", held(), len(pending))
+	}
+	// A minute after the first call: the first client's allowance (2 a minute) is full
+	// again, the second's is not.
+	now = now.Add(40 * time.Second)
+	sweep()
+	if held() != 1 {
+		t.Fatalf("after the first sweep %d clients, want 1", held())
+	}
+	now = now.Add(time.Minute)
+	sweep()
+	if held() != 0 || len(pending) != 0 {
+		t.Fatalf("after the second sweep %d clients, %d sweeps pending; want none", held(), len(pending))
+	}
+	l.Allow("203.0.113.3")
+	if len(pending) != 1 {
+		t.Fatalf("a new client after the sweeps stopped: %d sweeps pending, want 1", len(pending))
+	}
+}
+
 func TestCapRefusesWhenFull(t *testing.T) {
 	c := NewCap(2, "tool calls")
 	r1, err1 := c.Acquire()
