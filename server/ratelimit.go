@@ -117,7 +117,6 @@ func (l *RateLimiter) timedSweep() {
 	l.after(time.Minute, l.timedSweep)
 }
 
-
 // Intercept applies the limit to every tool call, on every channel.
 func (l *RateLimiter) Intercept(ctx context.Context, call *tools.Call, next tools.Invoker) (*tools.Result, error) {
 	if ok, wait := l.Allow(call.Request.Client); !ok {
