@@ -92,12 +92,6 @@ func readPage(root, rel string) (*sourcePage, error) {
 	return p, nil
 }
 
-// stripFrontMatter drops YAML front matter between "---" lines at the start of a page.
-func stripFrontMatter(src []byte) []byte {
-	_, body := splitFrontMatter(src)
-	return body
-}
-
 // splitFrontMatter returns a page's YAML front matter (nil for none) and the rest.
 func splitFrontMatter(src []byte) (front map[string]any, body []byte) {
 	src = bytes.TrimPrefix(src, []byte("\ufeff"))
