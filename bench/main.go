@@ -253,12 +253,8 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // setup prepares the database and starts the service, the bare baseline and the
 // baseline's pool; stop stops them.
 func (b *bench) setup() (stop func(), err error) {
-	var stops []func()
-	stop = func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
-	}
+	var stops stack
+	stop = stops.run
 	defer func() {
 		if err != nil {
 			stop()
@@ -277,23 +273,23 @@ func (b *bench) setup() (stop func(), err error) {
 	if b.svc, err = startService(setupCtx, b.dbURL, subjectLabel); err != nil {
 		return nil, err
 	}
-	stops = append(stops, b.svc.close)
+	stops.push(b.svc.close)
 	b.cat = b.svc.svc.HTTP.Registry().Catalog()
 	bare, bareAddr, err := serve(bareCatalog(b.cat), baselineLabel)
 	if err != nil {
 		return nil, err
 	}
 	b.bareAddr = bareAddr
-	stops = append(stops, func() { shutdown(bare) })
+	stops.push(func() { shutdown(bare) })
 	// The search baseline's pool: opened as the service opens its own.
 	if b.basePool, err = postgres.Open(setupCtx, b.dbURL, b.svc.cfg.DatabaseMaxConns); err != nil {
 		return nil, err
 	}
-	stops = append(stops, b.basePool.Close)
+	stops.push(b.basePool.Close)
 	if b.tmp, err = os.MkdirTemp("", "sitetools-bench-"); err != nil {
 		return nil, err
 	}
-	stops = append(stops, func() { os.RemoveAll(b.tmp) })
+	stops.push(func() { os.RemoveAll(b.tmp) })
 	return stop, nil
 }
 

@@ -147,12 +147,8 @@ func readScaleMetaAt(ctx context.Context, dbURL string) (scaleMeta, bool, error)
 // start builds the service as serve does, on the scale database and the fake provider,
 // serves it on loopback, and opens the baseline's pool.
 func (s *scaleSearch) start(ctx context.Context) (stop func(), err error) {
-	var stops []func()
-	stop = func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
-	}
+	var stops stack
+	stop = stops.run
 	defer func() {
 		if err != nil {
 			stop()
@@ -161,7 +157,7 @@ func (s *scaleSearch) start(ctx context.Context) (stop func(), err error) {
 	if s.fake, err = llmtest.StartServer(hnswDims); err != nil {
 		return stop, err
 	}
-	stops = append(stops, s.fake.Close)
+	stops.push(s.fake.Close)
 	// The fake provider embeds with the local algorithm; under the local model's name the
 	// index's vectors and the queries' are of one model, as in production.
 	env := map[string]string{
@@ -179,7 +175,7 @@ func (s *scaleSearch) start(ctx context.Context) (stop func(), err error) {
 	if err != nil {
 		return stop, err
 	}
-	stops = append(stops, db.Close)
+	stops.push(db.Close)
 	// Every query of this run is new to the shared cache, whatever an earlier run asked.
 	if _, err = db.Pool.Exec(ctx, `TRUNCATE embedding_cache`); err != nil {
 		return stop, err
@@ -193,11 +189,11 @@ func (s *scaleSearch) start(ctx context.Context) (stop func(), err error) {
 		return stop, err
 	}
 	s.addr = addr
-	stops = append(stops, func() { shutdown(srv) })
+	stops.push(func() { shutdown(srv) })
 	if s.base, err = postgres.Open(ctx, s.dbURL, s.cfg.DatabaseMaxConns); err != nil {
 		return stop, err
 	}
-	stops = append(stops, s.base.Close)
+	stops.push(s.base.Close)
 	return stop, nil
 }
 

@@ -82,3 +82,15 @@ func sectionsText(b *strings.Builder, next func(), list []sectionResult) {
 		b.WriteString(strings.TrimRight(r.text, "\n") + "\n")
 	}
 }
+
+// stack is what a set-up started, to stop in reverse order.
+type stack []func()
+
+func (s *stack) push(f func()) { *s = append(*s, f) }
+
+// run stops everything pushed, the last first.
+func (s *stack) run() {
+	for i := len(*s) - 1; i >= 0; i-- {
+		(*s)[i]()
+	}
+}

@@ -11,10 +11,13 @@ const KINDS = { search_site: 'search', get_page: 'page', get_free_slots: 'slots'
 
 const MARKS = { running: '…', done: '✓', failed: '✕' };
 
+/** capital is s with its first letter in upper case: a state's part of a string key. */
+const capital = (s) => s[0].toUpperCase() + s.slice(1);
+
 /** labelOf is the line's words for a call of tool in state (running, done or failed). */
 export function labelOf(t, tool, state) {
   const kind = Object.hasOwn(KINDS, tool) ? KINDS[tool] : 'tool';
-  return t[`${kind}${state[0].toUpperCase()}${state.slice(1)}`] ?? tool;
+  return t[`${kind}${capital(state)}`] ?? tool;
 }
 
 /** activityLine is a new line for a call of tool, in state. */
@@ -42,7 +45,7 @@ export function setActivity(t, line, tool, state) {
   else line.removeAttribute('aria-busy');
   line.querySelector('.tool-mark').textContent = MARKS[state];
   line.querySelector('.tool-label').textContent = label;
-  line.querySelector('.tool-detail').textContent = fill(t.toolDetail, { name: tool, status: t[`status${state[0].toUpperCase()}${state.slice(1)}`] });
+  line.querySelector('.tool-detail').textContent = fill(t.toolDetail, { name: tool, status: t[`status${capital(state)}`] });
 }
 
 /**

@@ -330,26 +330,20 @@ class SitetoolsChat extends HTMLElement {
         e.form.requestSubmit();
       }
     });
-    // Links in answers: the page's router shows them when it can.
-    e.log.addEventListener('click', (ev) => {
+    // Links in answers and in the card: the page's router shows them when it can; a link
+    // off the site is not followed.
+    const routeLink = (ev) => {
       if (ev.defaultPrevented || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
       const a = ev.target instanceof Element ? ev.target.closest('a[href]') : null;
       if (!a) return;
       const g = guardSameOrigin(a.getAttribute('href'), location.origin);
       ev.preventDefault();
       if (g.ok) navigateTo(g);
-    });
+    };
+    e.log.addEventListener('click', routeLink);
+    e.card.addEventListener('click', routeLink);
 
     e.pill.addEventListener('click', () => (e.card.hidden ? this.#openCard() : this.#closeCard(true)));
-    for (const a of [e.guide, e.tokenHelpLink]) {
-      a.addEventListener('click', (ev) => {
-        if (ev.defaultPrevented || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
-        const g = guardSameOrigin(a.getAttribute('href'), location.origin);
-        if (!g.ok) return;
-        ev.preventDefault();
-        navigateTo(g);
-      });
-    }
     e.connectForm.addEventListener('submit', (ev) => {
       ev.preventDefault();
       const token = e.token.value.trim();
