@@ -8,23 +8,20 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/sitetools/sitetools/internal/app"
-	"github.com/sitetools/sitetools/tools/toolstest"
-
-	"github.com/sitetools/sitetools/internal/config"
-
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sitetools/sitetools/internal/app"
 	"github.com/sitetools/sitetools/internal/budget"
+	"github.com/sitetools/sitetools/internal/config"
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/llm/llmtest"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
 	"github.com/sitetools/sitetools/internal/testkit"
+	"github.com/sitetools/sitetools/tools/toolstest"
 )
 
 // chatEnv is the service with the test tools, stand-ins for search_site and
@@ -39,7 +36,7 @@ type chatEnv struct {
 
 func newChatEnv(t *testing.T, env map[string]string, withProvider bool) *chatEnv {
 	t.Helper()
-	ce := &chatEnv{testEnv: &testEnv{logs: &testkit.Buffer{}, counter: &atomic.Int64{}}, db: pgtest.NewDB(t),
+	ce := &chatEnv{testEnv: newTestEnv(), db: pgtest.NewDB(t),
 		stand: toolstest.New()}
 	parts := app.Parts{DB: ce.db}
 	if withProvider {
@@ -98,12 +95,12 @@ func chatBody(consent bool, msgs ...string) string {
 
 func (ce *chatEnv) postChat(t *testing.T, body string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, ce.srv.URL+"/api/chat", strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, ce.Srv.URL+"/api/chat", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := ce.srv.Client().Do(req)
+	resp, err := ce.Srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -531,9 +528,9 @@ func (ce *chatEnv) streamUntilDelta(t *testing.T) context.CancelFunc {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ce.srv.URL+"/api/chat", strings.NewReader(chatBody(true, "Audits?")))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ce.Srv.URL+"/api/chat", strings.NewReader(chatBody(true, "Audits?")))
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := ce.srv.Client().Do(req)
+	resp, err := ce.Srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -590,7 +587,7 @@ func checkChatBooks(t *testing.T, ce *chatEnv, reported int) {
 // text, arguments or address.
 func checkChatObservability(t *testing.T, ce *chatEnv) {
 	t.Helper()
-	mfs, err := ce.app.PrometheusRegistry().Gather()
+	mfs, err := ce.App.PrometheusRegistry().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -610,7 +607,7 @@ func checkChatObservability(t *testing.T, ce *chatEnv) {
 	if chatCalls != 2 {
 		t.Errorf("%d tool calls counted on the chat channel", chatCalls)
 	}
-	logs := ce.logs.String()
+	logs := ce.Logs.String()
 	for _, secret := range []string{"accessibility", "2026-03-02", "127.0.0.1", "next week"} {
 		if strings.Contains(strings.ToLower(logs), secret) {
 			t.Errorf("the logs contain %q:\n%s", secret, logs)

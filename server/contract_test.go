@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -22,20 +23,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sitetools/sitetools/internal/app"
-
-	"github.com/sitetools/sitetools/internal/config"
-
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/labstack/echo/v4"
 
+	"github.com/sitetools/sitetools/internal/app"
+	"github.com/sitetools/sitetools/internal/app/apptest"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
 	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools"
+	"github.com/sitetools/sitetools/tools/sitesearch"
 )
 
 // specPath is the public contract, at the repository root.
@@ -143,97 +143,53 @@ func contractTools(saves *atomic.Int64) func(*tools.Registry) error {
 	}
 }
 
-// contractSearchSite is a stand-in for the real search_site (tools/sitesearch), with
-// its name, schemas and result shape, for the chat's retrieval-only answers. The
+// contractSearchSite is the real search_site (tools/sitesearch), its name, schemas and
+// capability, with a stand-in handler for the chat's retrieval-only answers. The
 // visitor's message, which becomes the query, chooses an outcome: "nothing" finds no
 // page, "down" is a search index that is down; anything else finds two pages.
-func contractSearchSite(searches *atomic.Int64) tools.Tool {
-	return tools.Tool{
-		Name:         "search_site",
-		Title:        "Search this site",
-		Capabilities: []tools.Capability{tools.CapabilitySiteSearch},
-		Description:  "Search this website's pages; returns title, URL, snippet and score of the best matches.",
-		InputSchema: json.RawMessage(`{
-			"type": "object",
-			"properties": {
-				"query": {"type": "string", "minLength": 1, "maxLength": 500},
-				"limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}
-			},
-			"required": ["query"],
-			"additionalProperties": false
-		}`),
-		OutputSchema: json.RawMessage(`{
-			"type": "object",
-			"properties": {
-				"results": {"type": "array", "items": {
-					"type": "object",
-					"properties": {
-						"title": {"type": "string"},
-						"url": {"type": "string"},
-						"anchor": {"type": "string"},
-						"snippet": {"type": "string"},
-						"score": {"type": "number"}
-					},
-					"required": ["title", "url", "snippet", "score"],
-					"additionalProperties": false
-				}},
-				"degraded": {"type": "string", "enum": ["embedding_budget_exhausted", "embedding_unavailable"]}
-			},
-			"required": ["results"],
-			"additionalProperties": false
-		}`),
-		Annotations: tools.Annotations{ReadOnly: true, Idempotent: true},
-		Handler: func(ctx context.Context, raw json.RawMessage) (*tools.Result, error) {
-			searches.Add(1)
-			var args struct {
-				Query string `json:"query"`
-			}
-			if err := json.Unmarshal(raw, &args); err != nil {
-				return nil, err
-			}
-			results := []map[string]any{
-				{"title": "Opening hours", "url": siteOrigin + "/hours", "anchor": "weekdays",
-					"snippet": "We are open **Monday** to Friday, 9:00 to 17:00.", "score": 0.82},
-				{"title": "Contact", "url": siteOrigin + "/contact",
-					"snippet": "Write to us or call; we answer within a working day.", "score": 0.41},
-			}
-			switch args.Query {
-			case "nothing":
-				results = []map[string]any{}
-			case "down":
-				return nil, tools.Unavailable("the search index", errors.New("dial tcp 10.1.2.3:5432: connection refused"))
-			}
-			return tools.StructuredResult(map[string]any{"results": results})
-		},
+func contractSearchSite(t *testing.T, searches *atomic.Int64) tools.Tool {
+	real, err := sitesearch.Tools(sitesearch.Options{Index: struct{ sitesearch.Index }{}, Embedder: struct{ sitesearch.QueryEmbedder }{}})
+	if err != nil || real[0].Name != "search_site" {
+		t.Fatalf("sitesearch.Tools: %v, %v", real, err)
 	}
+	search := real[0]
+	search.Handler = func(ctx context.Context, raw json.RawMessage) (*tools.Result, error) {
+		searches.Add(1)
+		var args struct {
+			Query string `json:"query"`
+		}
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return nil, err
+		}
+		results := []map[string]any{
+			{"title": "Opening hours", "url": siteOrigin + "/hours", "anchor": "weekdays",
+				"snippet": "We are open **Monday** to Friday, 9:00 to 17:00.", "score": 0.82, "matched": []string{"vector", "fulltext"}},
+			{"title": "Contact", "url": siteOrigin + "/contact",
+				"snippet": "Write to us or call; we answer within a working day.", "score": 0.41, "matched": []string{"vector"}},
+		}
+		switch args.Query {
+		case "nothing":
+			results = []map[string]any{}
+		case "down":
+			return nil, tools.Unavailable("the search index", errors.New("dial tcp 10.1.2.3:5432: connection refused"))
+		}
+		return tools.StructuredResult(map[string]any{"results": results})
+	}
+	return search
 }
 
 // startServer runs the real service in-process on db with the given environment.
 func startServer(t *testing.T, db *postgres.DB, env map[string]string, register func(*tools.Registry) error) (*server.App, *httptest.Server) {
 	t.Helper()
 	vars := map[string]string{
-		// The service gets db directly; the URL only has to be a valid one.
-		"DATABASE_URL":          "postgres://contract@127.0.0.1:1/unused",
-		"ADMIN_LISTEN_ADDR":     "off",
 		"SITE_URL":              siteOrigin,
 		"CORS_ALLOWED_ORIGINS":  partnerOrigin,
 		"RATE_LIMIT_PER_MINUTE": "1000",
 		"BODY_LIMIT_BYTES":      "2048",
 	}
-	for k, v := range env {
-		vars[k] = v
-	}
-	cfg, err := config.Load(func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	app, err := app.Wire(cfg, app.Parts{DB: db, Register: register})
-	if err != nil {
-		t.Fatalf("server.New: %v", err)
-	}
-	srv := httptest.NewServer(app.Handler())
-	t.Cleanup(srv.Close)
-	return app, srv
+	maps.Copy(vars, env)
+	s := apptest.New().Serve(t, apptest.Config(t, vars), app.Parts{DB: db, Register: register})
+	return s.App, s.Srv
 }
 
 // unreachableDB is a pool whose database is down: a port nobody listens on.
@@ -299,7 +255,7 @@ func TestContract(t *testing.T) {
 		if err := register(r); err != nil {
 			return err
 		}
-		return r.Add(contractSearchSite(&searches))
+		return r.Add(contractSearchSite(t, &searches))
 	}
 	_, chatSrv := startServer(t, db, nil, chatRegister)
 	_, chatLimitedSrv := startServer(t, db, map[string]string{"RATE_LIMIT_PER_MINUTE": "1"}, chatRegister)

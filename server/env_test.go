@@ -5,48 +5,31 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
+	"maps"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/sitetools/sitetools/internal/app"
-
+	"github.com/sitetools/sitetools/internal/app/apptest"
 	"github.com/sitetools/sitetools/internal/config"
-
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
-	"github.com/sitetools/sitetools/internal/testkit"
-	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools"
 )
 
 type testEnv struct {
-	app     *server.App
-	srv     *httptest.Server
-	logs    *testkit.Buffer
+	*apptest.Service
 	counter *atomic.Int64 // runs of the mutating test tool
 }
 
 // testConfig is a valid configuration for tests; env overrides it.
 func testConfig(t testing.TB, dbURL string, env map[string]string) config.Config {
 	t.Helper()
-	vars := map[string]string{
-		"DATABASE_URL":          dbURL,
-		"ADMIN_LISTEN_ADDR":     "off",
-		"RATE_LIMIT_PER_MINUTE": "0",
-		"SITE_URL":              "https://site.example",
-	}
-	for k, v := range env {
-		vars[k] = v
-	}
-	cfg, err := config.Load(func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	vars := map[string]string{"DATABASE_URL": dbURL, "SITE_URL": "https://site.example"}
+	maps.Copy(vars, env)
+	return apptest.Config(t, vars)
 }
 
 // newEnv starts the service with the test tools on a fresh database over real HTTP.
@@ -57,34 +40,25 @@ func newEnv(t testing.TB, env map[string]string) *testEnv {
 
 func newEnvWithDB(t testing.TB, db *postgres.DB, dbURL string, env map[string]string) *testEnv {
 	t.Helper()
-	te := &testEnv{logs: &testkit.Buffer{}, counter: &atomic.Int64{}}
+	te := newTestEnv()
 	te.serve(t, testConfig(t, dbURL, env), app.Parts{DB: db})
 	return te
 }
 
-// serve wires the service from cfg and parts, with the test tools and more, a debug log
-// into te.logs, and serves it over real HTTP until the test ends.
+// newTestEnv is an environment not serving yet.
+func newTestEnv() *testEnv { return &testEnv{Service: apptest.New(), counter: &atomic.Int64{}} }
+
+// serve wires the service from cfg and parts, with the test tools and more, and serves
+// it over real HTTP until the test ends.
 func (te *testEnv) serve(t testing.TB, cfg config.Config, parts app.Parts, more ...tools.Tool) {
 	t.Helper()
-	parts.Logger = slog.New(slog.NewJSONHandler(te.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	parts.Register = func(r *tools.Registry) error {
 		if err := registerTestTools(r, te.counter); err != nil {
 			return err
 		}
-		for _, tool := range more {
-			if err := r.Add(tool); err != nil {
-				return err
-			}
-		}
-		return nil
+		return apptest.Register(more...)(r)
 	}
-	a, err := app.Wire(cfg, parts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	te.app = a
-	te.srv = httptest.NewServer(a.Handler())
-	t.Cleanup(te.srv.Close)
+	te.Serve(t, cfg, parts)
 }
 
 // registerTestTools adds tools that exercise every path of a call; "counter.add" is the
@@ -174,14 +148,14 @@ func (r response) errorBody(t *testing.T) (code, message string, details []tools
 
 func (te *testEnv) do(t *testing.T, method, path string, body io.Reader, header map[string]string) response {
 	t.Helper()
-	req, err := http.NewRequest(method, te.srv.URL+path, body)
+	req, err := http.NewRequest(method, te.Srv.URL+path, body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := te.srv.Client().Do(req)
+	resp, err := te.Srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func FuzzCallBody(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	handler := newEnv(f, nil).app.Handler()
+	handler := newEnv(f, nil).App.Handler()
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req := httptest.NewRequest(http.MethodPost, "/api/chat/tools", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")

@@ -121,7 +121,7 @@ func TestChannelParity(t *testing.T) {
 	// The chat offers the read-only tools (see chatView), natively or in JSON mode.
 	native, jsonMode := newChatEnv(t, nil, true), newChatEnv(t, map[string]string{"LLM_TOOL_MODE": "json"}, true)
 	te := native.testEnv
-	session := connectMCP(t, te.srv.URL, nil)
+	session := connectMCP(t, te.Srv.URL, nil)
 	want := jsonEndpointTools(t, te)
 	if len(want) < 4 {
 		t.Fatalf("%d tools", len(want))
@@ -149,7 +149,7 @@ func TestChannelParity(t *testing.T) {
 		},
 	}
 	for _, ce := range []*chatEnv{native, jsonMode} {
-		if err := ce.app.Registry().Add(added); err != nil {
+		if err := ce.App.Registry().Add(added); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -157,7 +157,7 @@ func TestChannelParity(t *testing.T) {
 	if len(after) != len(want)+1 {
 		t.Fatalf("JSON endpoint lists %d tools after adding one to %d", len(after), len(want))
 	}
-	if diff := cmp.Diff(after, mcpTools(t, connectMCP(t, te.srv.URL, nil))); diff != "" {
+	if diff := cmp.Diff(after, mcpTools(t, connectMCP(t, te.Srv.URL, nil))); diff != "" {
 		t.Fatalf("after adding a tool (-json +mcp):\n%s", diff)
 	}
 	for _, ce := range []*chatEnv{native, jsonMode} {
@@ -184,7 +184,7 @@ func textOf(res *mcp.CallToolResult) string {
 func TestMCPCalls(t *testing.T) {
 	te := newEnv(t, map[string]string{"RATE_LIMIT_PER_MINUTE": "6", "ADMIN_TOKEN": "admin-token-0123456789"})
 	rec := &headerRecorder{}
-	session := connectMCP(t, te.srv.URL, rec)
+	session := connectMCP(t, te.Srv.URL, rec)
 	ctx := context.Background()
 
 	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "ab", "count": 2}})
@@ -278,7 +278,7 @@ func TestMCPOriginHostAndDeterminism(t *testing.T) {
 		{"the site's own host", map[string]string{"Host": "site.example"}, 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodPost, te.srv.URL+"/mcp", strings.NewReader(list))
+			req, _ := http.NewRequest(http.MethodPost, te.Srv.URL+"/mcp", strings.NewReader(list))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
 			for k, v := range tc.header {

@@ -48,9 +48,9 @@ func TestMCPToolsListPrecomputed(t *testing.T) {
 			for _, p := range params {
 				body := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list"` + p + `}`
 				sdk := httptest.NewRecorder()
-				te.app.MCPSDK().ServeHTTP(sdk, mcpRequest(body, rev, "application/json, text/event-stream"))
+				te.App.MCPSDK().ServeHTTP(sdk, mcpRequest(body, rev, "application/json, text/event-stream"))
 				fast := httptest.NewRecorder()
-				answered := te.app.MCPFastList(fast, mcpRequest(body, rev, "application/json, text/event-stream"))
+				answered := te.App.MCPFastList(fast, mcpRequest(body, rev, "application/json, text/event-stream"))
 				if sdk.Code != http.StatusOK || !strings.Contains(sdk.Body.String(), `"tools":[`) {
 					// The SDK refuses a plain request under this revision (2026-07-28 wants
 					// _meta and Mcp-Method): so must the fast path, leaving it to the SDK.
@@ -77,7 +77,7 @@ func TestMCPToolsListPrecomputed(t *testing.T) {
 	t.Logf("%d requests answered from the precomputed bytes, byte for byte as the SDK; revisions the SDK refuses a plain tools/list under: %v", served, refused)
 
 	// Over the real route, too.
-	req, _ := http.NewRequest(http.MethodPost, te.srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
+	req, _ := http.NewRequest(http.MethodPost, te.Srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
 	req.Header = mcpRequest("", "2025-06-18", "application/json, text/event-stream").Header
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -86,7 +86,7 @@ func TestMCPToolsListPrecomputed(t *testing.T) {
 	got, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	sdk := httptest.NewRecorder()
-	te.app.MCPSDK().ServeHTTP(sdk, mcpRequest(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`, "2025-06-18", "application/json, text/event-stream"))
+	te.App.MCPSDK().ServeHTTP(sdk, mcpRequest(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`, "2025-06-18", "application/json, text/event-stream"))
 	if !bytes.Equal(got, sdk.Body.Bytes()) || !strings.Contains(string(got), `"name":"echo"`) {
 		t.Errorf("POST /mcp tools/list:\n%s\nthe SDK:\n%s", got, sdk.Body.Bytes())
 	}
@@ -115,16 +115,16 @@ func TestMCPToolsListOthersGoToTheSDK(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			req := mcpRequest(tc.body, tc.rev, tc.accept)
 			fast := httptest.NewRecorder()
-			if te.app.MCPFastList(fast, req) {
+			if te.App.MCPFastList(fast, req) {
 				t.Fatalf("answered from the precomputed bytes: %s", fast.Body)
 			}
 			if fast.Code != http.StatusOK || fast.Body.Len() > 0 || len(fast.Header()) > 0 {
 				t.Fatalf("wrote %d %v %q before handing over", fast.Code, fast.Header(), fast.Body)
 			}
 			after := httptest.NewRecorder()
-			te.app.MCPSDK().ServeHTTP(after, req) // the body the fast path read from, restored
+			te.App.MCPSDK().ServeHTTP(after, req) // the body the fast path read from, restored
 			fresh := httptest.NewRecorder()
-			te.app.MCPSDK().ServeHTTP(fresh, mcpRequest(tc.body, tc.rev, tc.accept))
+			te.App.MCPSDK().ServeHTTP(fresh, mcpRequest(tc.body, tc.rev, tc.accept))
 			if diff := cmp.Diff(answerOf(fresh), answerOf(after)); diff != "" {
 				t.Errorf("the SDK's answer changed (-fresh +after the fast path looked):\n%s", diff)
 			}

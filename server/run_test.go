@@ -135,7 +135,7 @@ func TestPrivacy(t *testing.T) {
 		}
 	}
 	metrics := te.scrape(t, "admin-token-0123456789")
-	logs := te.logs.String()
+	logs := te.Logs.String()
 	if !strings.Contains(logs, `"route":"/api/chat/tools"`) || !strings.Contains(logs, `"tool":"echo"`) || !strings.Contains(logs, `"channel":"webmcp"`) {
 		t.Fatalf("logs lack route, tool or channel:\n%s", logs)
 	}
@@ -154,7 +154,7 @@ func (te *testEnv) scrape(t *testing.T, token string) string {
 	req, _ := http.NewRequest(http.MethodGet, "/metrics", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	rec := httptest.NewRecorder()
-	te.app.AdminHandler().ServeHTTP(rec, req)
+	te.App.AdminHandler().ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
 		t.Fatalf("metrics: status %d: %s", rec.Code, rec.Body.String())
 	}
@@ -202,7 +202,7 @@ func newAdminServer(t *testing.T, te *testEnv) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: te.app.AdminHandler()}
+	srv := &http.Server{Handler: te.App.AdminHandler()}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return "http://" + ln.Addr().String()

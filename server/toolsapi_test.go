@@ -205,7 +205,7 @@ func TestCORS(t *testing.T) {
 		{"https://site.example", true},    // SITE_URL, always allowed
 		{"https://partner.example", true}, // configured
 		{"https://evil.example", false},   // neither
-		{te.srv.URL, true},                // same origin as the request's Host
+		{te.Srv.URL, true},                // same origin as the request's Host
 		{"http://site.example", false},    // scheme matters
 		{"https://site.example.evil", false},
 	} {

@@ -178,7 +178,7 @@ func TestSiteNotFoundAndRedirects(t *testing.T) {
 
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for from, to := range map[string]string{"/blog": "/blog/", "/contact/": "/contact", "/de": "/de/"} {
-		resp, err := client.Get(te.srv.URL + from)
+		resp, err := client.Get(te.Srv.URL + from)
 		if err != nil {
 			t.Fatal(err)
 		}

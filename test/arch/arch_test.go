@@ -148,8 +148,8 @@ func TestImportDirection(t *testing.T) {
 				}
 			}
 		}
-		// Only the command line builds the service from main, and only the root and the
-		// bench use the root.
+		// Only the command line builds the service from main, and only the command line,
+		// the bench and the tests' apptest use the root.
 		for _, imp := range own {
 			if imp == "internal/cli" && f.pkg != "." {
 				t.Errorf("%s imports internal/cli: only main does", f.rel)
@@ -157,8 +157,8 @@ func TestImportDirection(t *testing.T) {
 			if imp == "internal/testkit" && !strings.HasSuffix(f.pkg, "test") {
 				t.Errorf("%s imports internal/testkit: only tests and test-support packages (…test) do", f.rel)
 			}
-			if imp == "internal/app" && !slices.Contains([]string{"internal/cli", "bench"}, f.pkg) {
-				t.Errorf("%s imports internal/app: only the command line and the bench build the service", f.rel)
+			if imp == "internal/app" && !slices.Contains([]string{"internal/cli", "bench", "internal/app/apptest"}, f.pkg) {
+				t.Errorf("%s imports internal/app: only the command line, the bench and the tests' apptest build the service", f.rel)
 			}
 		}
 	}

@@ -14,7 +14,7 @@ import (
 func TestFreeSlotsOverMCP(t *testing.T) {
 	e := newEnv(t)
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	session, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", DisableStandaloneSSE: true}, nil)
+	session, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: e.Srv.URL + "/mcp", DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,48 +1,21 @@
 package appointments_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sitetools/sitetools/internal/app"
-
-	"github.com/sitetools/sitetools/internal/config"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
+	"github.com/sitetools/sitetools/internal/app/apptest"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
-	"github.com/sitetools/sitetools/tools"
 	"github.com/sitetools/sitetools/tools/appointments"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Monday 30 November 2026, 08:00 in Berlin.
 var now = time.Date(2026, 11, 30, 8, 0, 0, 0, mustZone("Europe/Berlin"))
@@ -56,11 +29,8 @@ func mustZone(name string) *time.Location {
 }
 
 type env struct {
-	srv      *httptest.Server
-	admin    *httptest.Server
+	*apptest.Service
 	bookings *postgres.Bookings
-	logs     *lockedBuffer
-	reg      *prometheus.Registry
 	output   json.RawMessage // the tool's output schema
 }
 
@@ -82,29 +52,15 @@ func newEnv(t *testing.T, extra ...appointments.BusySource) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{bookings: postgres.NewBookings(db), logs: &lockedBuffer{}, reg: prometheus.NewRegistry()}
+	e := &env{bookings: postgres.NewBookings(db)}
 	avail := &appointments.Availability{Schedule: sched, Sources: append([]appointments.BusySource{e.bookings}, extra...), Now: func() time.Time { return now }}
 	tool, err := avail.Tool()
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.output = tool.OutputSchema
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{"DATABASE_URL": "postgres://unused", "ADMIN_TOKEN": "admin-token-0123456789", "RATE_LIMIT_PER_MINUTE": "0"}[k]
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := app.Wire(cfg, app.Parts{DB: db, Bookings: e.bookings, Metrics: e.reg,
-		Logger:   slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Register: func(r *tools.Registry) error { return r.Add(tool) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.srv = httptest.NewServer(app.Handler())
-	e.admin = httptest.NewServer(app.AdminHandler())
-	t.Cleanup(e.srv.Close)
-	t.Cleanup(e.admin.Close)
+	cfg := apptest.Config(t, map[string]string{"ADMIN_LISTEN_ADDR": "127.0.0.1:0", "ADMIN_TOKEN": "admin-token-0123456789"})
+	e.Service = apptest.New().Serve(t, cfg, app.Parts{DB: db, Bookings: e.bookings, Register: apptest.Register(tool)})
 	return e
 }
 
@@ -118,20 +74,14 @@ type callResult struct {
 
 func (e *env) slots(t *testing.T, args map[string]any) callResult {
 	t.Helper()
-	b, _ := json.Marshal(map[string]any{"name": "get_free_slots", "arguments": args})
-	resp, err := http.Post(e.srv.URL+"/api/chat/tools", "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	status, body := e.Call(t, "get_free_slots", args)
 	var r struct {
 		Content           []struct{ Text string }
 		StructuredContent appointments.Output
 		IsError           bool
 	}
 	_ = json.Unmarshal(body, &r)
-	res := callResult{status: resp.StatusCode, body: string(body), isError: r.IsError, out: r.StructuredContent}
+	res := callResult{status: status, body: string(body), isError: r.IsError, out: r.StructuredContent}
 	if len(r.Content) > 0 {
 		res.text = r.Content[0].Text
 	}
@@ -140,7 +90,7 @@ func (e *env) slots(t *testing.T, args map[string]any) callResult {
 
 func (e *env) adminDo(t *testing.T, method, path, body string, header map[string]string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(method, e.admin.URL+path, strings.NewReader(body))
+	req, _ := http.NewRequest(method, e.Admin.URL+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer admin-token-0123456789")
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range header {
@@ -186,10 +136,9 @@ func TestBookingsNeverLeave(t *testing.T) {
 			t.Fatalf("slot %v overlaps a booking or its buffer", s)
 		}
 	}
-	rec := httptest.NewRecorder()
-	promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	metrics := e.MetricsText(t)
 	for _, m := range markers {
-		for where, text := range map[string]string{"response": r.body, "logs": e.logs.String(), "metrics": rec.Body.String()} {
+		for where, text := range map[string]string{"response": r.body, "logs": e.Logs.String(), "metrics": metrics} {
 			if strings.Contains(text, m) {
 				t.Errorf("%s contains %q", where, m)
 			}
@@ -340,7 +289,7 @@ func TestAdminBookings(t *testing.T) {
 	if len(r.out.Slots) == 0 {
 		t.Fatalf("no slots after cancelling: %s", r.body)
 	}
-	req, _ := http.NewRequest("GET", e.admin.URL+"/admin/bookings", nil)
+	req, _ := http.NewRequest("GET", e.Admin.URL+"/admin/bookings", nil)
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("no token: %v %v", resp.StatusCode, err)
 	}

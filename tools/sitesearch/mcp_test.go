@@ -13,7 +13,7 @@ import (
 func TestSearchOverMCP(t *testing.T) {
 	e := newSearchEnv(t, envOptions{local: true})
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	session, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", DisableStandaloneSSE: true}, nil)
+	session, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: e.Srv.URL + "/mcp", DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

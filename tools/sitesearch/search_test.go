@@ -1,13 +1,9 @@
 package sitesearch_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,22 +12,14 @@ import (
 	"time"
 
 	"github.com/sitetools/sitetools/internal/app"
-
+	"github.com/sitetools/sitetools/internal/app/apptest"
+	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/content"
 	"github.com/sitetools/sitetools/internal/embedcache"
-
-	"github.com/sitetools/sitetools/internal/config"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/llm/llmtest"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
-	"github.com/sitetools/sitetools/internal/testkit"
-	"github.com/sitetools/sitetools/tools"
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
 
@@ -39,12 +27,10 @@ const demoSite = "../../deploy/demo/site"
 const baseURL = "https://northwind.example"
 
 type searchEnv struct {
+	*apptest.Service
 	db       *postgres.DB
 	fake     *llmtest.Server
 	embedder llm.Embedder
-	srv      *httptest.Server
-	reg      *prometheus.Registry
-	logs     *testkit.Buffer
 }
 
 type envOptions struct {
@@ -59,8 +45,8 @@ type envOptions struct {
 // embeddings of a fake OpenAI-compatible provider that counts calls and tokens.
 func newSearchEnv(t *testing.T, o envOptions) *searchEnv {
 	t.Helper()
-	e := &searchEnv{db: pgtest.NewDB(t), reg: prometheus.NewRegistry(), logs: &testkit.Buffer{}}
-	logger := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e := &searchEnv{Service: apptest.New(), db: pgtest.NewDB(t)}
+	logger := e.Log
 	var err error
 	if o.local {
 		e.embedder, err = llm.NewLocal(384)
@@ -84,7 +70,7 @@ func newSearchEnv(t *testing.T, o envOptions) *searchEnv {
 	}
 	qe, err := embedcache.NewQueryEmbedder(embedcache.QueryEmbedderOptions{
 		Pool: e.db.Pool, Embedder: e.embedder, Budget: budget.NewBudget(e.db.Pool, "embedding", o.budget, nil),
-		Ledger: ledger, PricePerMTok: 0.02, Timeout: timeout, Logger: logger, Registerer: e.reg,
+		Ledger: ledger, PricePerMTok: 0.02, Timeout: timeout, Logger: logger, Registerer: e.Metrics,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -97,25 +83,7 @@ func newSearchEnv(t *testing.T, o envOptions) *searchEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{"DATABASE_URL": "postgres://unused", "ADMIN_LISTEN_ADDR": "off", "RATE_LIMIT_PER_MINUTE": "0"}[k]
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := app.Wire(cfg, app.Parts{DB: e.db, Logger: logger, Metrics: e.reg, Register: func(r *tools.Registry) error {
-		for _, tool := range searchTools {
-			if err := r.Add(tool); err != nil {
-				return err
-			}
-		}
-		return nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.srv = httptest.NewServer(app.Handler())
-	t.Cleanup(e.srv.Close)
+	e.Serve(t, apptest.Config(t, nil), app.Parts{DB: e.db, Register: apptest.Register(searchTools...)})
 	return e
 }
 
@@ -137,16 +105,8 @@ type searchResult struct {
 
 func (e *searchEnv) call(t testing.TB, name string, args any) searchResult {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{"name": name, "arguments": args})
-	resp, err := http.Post(e.srv.URL+"/api/chat/tools", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Error(err)
-		return searchResult{}
-	}
-	defer resp.Body.Close()
 	var r searchResult
-	r.status = resp.StatusCode
-	r.body, _ = io.ReadAll(resp.Body)
+	r.status, r.body = e.Call(t, name, args)
 	var envelope struct {
 		StructuredContent json.RawMessage `json:"structuredContent"`
 		Error             struct{ Code string }
@@ -436,12 +396,10 @@ func TestQueryTextIsNeverStored(t *testing.T) {
 	e.search(t, marker+" again")
 	e.call(t, "search_site", map[string]any{"query": marker, "limit": 99})
 
-	if strings.Contains(strings.ToLower(e.logs.String()), "zebracornflakes") {
-		t.Fatalf("a log line holds the query:\n%s", e.logs.String())
+	if strings.Contains(strings.ToLower(e.Logs.String()), "zebracornflakes") {
+		t.Fatalf("a log line holds the query:\n%s", e.Logs.String())
 	}
-	rec := httptest.NewRecorder()
-	promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	if strings.Contains(rec.Body.String(), "zebracornflakes") || !strings.Contains(rec.Body.String(), "sitetools_embedding_queries_total") {
+	if metrics := e.MetricsText(t); strings.Contains(metrics, "zebracornflakes") || !strings.Contains(metrics, "sitetools_embedding_queries_total") {
 		t.Fatal("metrics hold the query, or lack the embedding series")
 	}
 	ctx := context.Background()
