@@ -94,10 +94,9 @@ type ChatOptions struct {
 // endpoint: OpenAI, Ollama, vLLM, llama.cpp server, LiteLLM. It is safe for concurrent
 // use. Deadlines come from the caller's context.
 type Chat struct {
-	client     *openai.Client
-	model      string
-	maxRetries int
-	log        *slog.Logger
+	client *openai.Client
+	model  string
+	retry  retryPolicy
 }
 
 // NewChat returns a client for opts. It does not contact the provider.
@@ -111,10 +110,10 @@ func NewChat(opts ChatOptions) (*Chat, error) {
 			DefaultOpenAIBaseURL, opts.BaseURL)
 	}
 	return &Chat{
-		model:      opts.Model,
-		maxRetries: retries(opts.MaxRetries, 1),
-		log:        orDiscard(opts.Logger),
-		client:     newClient(opts.APIKey, opts.BaseURL, opts.HTTPClient),
+		model: opts.Model,
+		retry: retryPolicy{max: retries(opts.MaxRetries, 1), log: orDiscard(opts.Logger), what: "chat request", model: opts.Model,
+			backoff: func(attempt int) time.Duration { return time.Duration(attempt) * 500 * time.Millisecond }},
+		client: newClient(opts.APIKey, opts.BaseURL, opts.HTTPClient),
 	}, nil
 }
 
@@ -159,32 +158,8 @@ func (c *Chat) open(ctx context.Context, oreq openai.ChatCompletionRequest) (*op
 		if err == nil {
 			return stream, nil
 		}
-		err = sanitize(err)
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, fmt.Errorf("llm.Chat.Stream: %w", ctxErr)
-		}
-		if !retryable(err) {
-			return nil, fmt.Errorf("llm.Chat.Stream: %w", err)
-		}
-		if attempt > c.maxRetries {
-			return nil, fmt.Errorf("llm.Chat.Stream: %w: giving up after %d attempts: %w", errChatUnavailable, attempt, err)
-		}
-		wait := hint.after
-		if wait <= 0 {
-			wait = time.Duration(attempt) * 500 * time.Millisecond
-		}
-		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
-			return nil, fmt.Errorf("llm.Chat.Stream: %w: next attempt in %s would pass the deadline: %w", errChatUnavailable, wait, err)
-		}
-		c.log.LogAttrs(ctx, slog.LevelWarn, "chat request failed, retrying",
-			slog.String("model", c.model), slog.Int("attempt", attempt),
-			slog.Duration("wait", wait), slog.String("error", err.Error()))
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, fmt.Errorf("llm.Chat.Stream: %w", ctx.Err())
-		case <-timer.C:
+		if stop := c.retry.pause(ctx, attempt, hint.after, sanitize(err), errChatUnavailable); stop != nil {
+			return nil, fmt.Errorf("llm.Chat.Stream: %w", stop)
 		}
 	}
 }

@@ -72,15 +72,14 @@ const (
 // OpenAI embeds through any OpenAI-compatible /v1/embeddings endpoint: OpenAI, Ollama,
 // vLLM, llama.cpp server, TEI, LiteLLM. It is safe for concurrent use.
 type OpenAI struct {
-	client     *openai.Client
-	model      string
-	dims       int          // as configured; 0 means learned
-	learned    atomic.Int64 // the provider's dimension, once seen, when dims is 0
-	timeout    time.Duration
-	maxRetries int
-	batchSize  int
-	base, max  time.Duration
-	log        *slog.Logger
+	client    *openai.Client
+	model     string
+	dims      int          // as configured; 0 means learned
+	learned   atomic.Int64 // the provider's dimension, once seen, when dims is 0
+	timeout   time.Duration
+	retry     retryPolicy
+	batchSize int
+	base, max time.Duration
 }
 
 var _ Embedder = (*OpenAI)(nil)
@@ -108,16 +107,16 @@ func NewOpenAI(opts OpenAIOptions) (*OpenAI, error) {
 		return nil, fmt.Errorf("llm.NewOpenAI: batch size must be between 1 and %d, got %d", maxBatchSize, opts.BatchSize)
 	}
 	o := &OpenAI{
-		model:      opts.Model,
-		dims:       opts.Dimensions,
-		timeout:    cmpOr(opts.Timeout, DefaultTimeout),
-		maxRetries: retries(opts.MaxRetries, DefaultMaxRetries),
-		batchSize:  cmpOr(opts.BatchSize, DefaultBatchSize),
-		base:       cmpOr(opts.BaseBackoff, defaultBaseBackoff),
-		max:        cmpOr(opts.MaxBackoff, defaultMaxBackoff),
-		log:        orDiscard(opts.Logger),
-		client:     newClient(opts.APIKey, opts.BaseURL, opts.HTTPClient),
+		model:     opts.Model,
+		dims:      opts.Dimensions,
+		timeout:   cmpOr(opts.Timeout, DefaultTimeout),
+		batchSize: cmpOr(opts.BatchSize, DefaultBatchSize),
+		base:      cmpOr(opts.BaseBackoff, defaultBaseBackoff),
+		max:       cmpOr(opts.MaxBackoff, defaultMaxBackoff),
+		client:    newClient(opts.APIKey, opts.BaseURL, opts.HTTPClient),
 	}
+	o.retry = retryPolicy{max: retries(opts.MaxRetries, DefaultMaxRetries), backoff: o.backoff,
+		log: orDiscard(opts.Logger), what: "embedding request", model: opts.Model}
 	return o, nil
 }
 
@@ -221,38 +220,14 @@ func (o *OpenAI) embedBatch(ctx context.Context, batch []string) ([][]float32, i
 			return o.decode(resp, batch)
 		}
 		err = sanitize(err)
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			if errors.Is(ctxErr, context.DeadlineExceeded) {
-				return nil, 0, fmt.Errorf("%w: deadline reached after %d attempts: %w", ErrUnavailable, attempt, err)
-			}
-			return nil, 0, ctxErr
+		stop := o.retry.pause(ctx, attempt, hint.after, err, ErrUnavailable)
+		if stop == nil {
+			continue
 		}
-		if !retryable(err) {
-			return nil, 0, err
+		if ctxErr := ctx.Err(); stop == ctxErr && errors.Is(ctxErr, context.DeadlineExceeded) {
+			return nil, 0, fmt.Errorf("%w: deadline reached after %d attempts: %w", ErrUnavailable, attempt, err)
 		}
-		if attempt > o.maxRetries {
-			return nil, 0, fmt.Errorf("%w: giving up after %d attempts: %w", ErrUnavailable, attempt, err)
-		}
-		wait := hint.after
-		if wait <= 0 {
-			wait = o.backoff(attempt)
-		}
-		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
-			return nil, 0, fmt.Errorf("%w: next attempt in %s would pass the deadline: %w", ErrUnavailable, wait, err)
-		}
-		o.log.LogAttrs(ctx, slog.LevelWarn, "embedding request failed, retrying",
-			slog.String("model", o.model), slog.Int("attempt", attempt),
-			slog.Duration("wait", wait), slog.String("error", err.Error()))
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return nil, 0, fmt.Errorf("%w: deadline reached after %d attempts: %w", ErrUnavailable, attempt, err)
-			}
-			return nil, 0, ctx.Err()
-		case <-timer.C:
-		}
+		return nil, 0, stop
 	}
 }
 
