@@ -227,11 +227,12 @@ func TestUnixSocketClientsAreTheProxysForwardedAddresses(t *testing.T) {
 	go func() { done <- app.Serve(ctx, ln, nil) }()
 	t.Cleanup(func() { stop(); <-done })
 	client := unixClient(sock)
-	call := func(xff string) int {
+	// call sends one X-Forwarded-For line a value of xff.
+	call := func(xff ...string) int {
 		req, _ := http.NewRequest(http.MethodPost, "http://site/api/chat/tools", strings.NewReader(`{"name":"echo","arguments":{"text":"a"}}`))
 		req.Header.Set("Content-Type", "application/json")
-		if xff != "" {
-			req.Header.Set("X-Forwarded-For", xff)
+		for _, line := range xff {
+			req.Header.Add("X-Forwarded-For", line)
 		}
 		resp, err := client.Do(req)
 		if err != nil {
@@ -245,24 +246,12 @@ func TestUnixSocketClientsAreTheProxysForwardedAddresses(t *testing.T) {
 		t.Fatalf("statuses %v, want %v", got, want)
 	}
 	// A client's own line, then the proxy's: the proxy's last address is the client.
-	lines := func(first, second string) int {
-		req, _ := http.NewRequest(http.MethodPost, "http://site/api/chat/tools", strings.NewReader(`{"name":"echo","arguments":{"text":"a"}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Add("X-Forwarded-For", first)
-		req.Header.Add("X-Forwarded-For", second)
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
 	// 203.0.113.3 has spent its one call: a forged first line naming a fresh address
 	// must not give it another.
-	if got := lines("198.51.100.77", "203.0.113.3"); got != http.StatusTooManyRequests {
+	if got := call("198.51.100.77", "203.0.113.3"); got != http.StatusTooManyRequests {
 		t.Fatalf("two header lines: status %d, want 429 (the client chose its own address)", got)
 	}
-	if got := lines("203.0.113.3", "203.0.113.4"); got != http.StatusOK {
+	if got := call("203.0.113.3", "203.0.113.4"); got != http.StatusOK {
 		t.Fatalf("two header lines, a fresh client: status %d", got)
 	}
 }

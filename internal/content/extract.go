@@ -39,6 +39,17 @@ type Document struct {
 	Sections []Section // in document order; text before the first heading is a section with empty Heading
 }
 
+// PlainText is the page as its words stand: the title, then each section's heading and
+// text, a line apart.
+func (d *Document) PlainText() string {
+	var b strings.Builder
+	b.WriteString(d.Title)
+	for _, s := range d.Sections {
+		b.WriteString("\n" + s.Heading + "\n" + s.Text)
+	}
+	return b.String()
+}
+
 // Section is the text under one heading, up to the next heading of any level.
 type Section struct {
 	Heading string

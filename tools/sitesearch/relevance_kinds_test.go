@@ -473,12 +473,7 @@ func demoTexts(t *testing.T) map[string]string {
 	t.Helper()
 	pages := map[string]string{}
 	err := content.WalkDir(demoSite, baseURL, func(d *content.Document) error {
-		var b strings.Builder
-		b.WriteString(d.Title)
-		for _, s := range d.Sections {
-			b.WriteString("\n" + s.Heading + "\n" + s.Text)
-		}
-		pages[d.Path] = b.String()
+		pages[d.Path] = d.PlainText()
 		return nil
 	})
 	if err != nil {
