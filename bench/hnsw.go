@@ -286,17 +286,29 @@ func measureLevel(ctx context.Context, c *pgxpool.Conn, d hnswDataset, queries [
 	if _, err := c.Exec(ctx, fmt.Sprintf(`SET hnsw.ef_search = %d`, ef)); err != nil {
 		return hnswLevel{}, err
 	}
-	l := hnswLevel{ef: ef, worst: 1}
-	lat := make([]time.Duration, len(queries))
-	for i, q := range queries {
+	return level(ef, hnswK, exact, func(i int) ([]int64, time.Duration, error) {
 		begin := time.Now()
-		ids, err := topIDs(ctx, c, d, q)
-		lat[i] = time.Since(begin)
+		ids, err := topIDs(ctx, c, d, queries[i])
 		if err != nil {
-			return l, fmt.Errorf("index search: %w", err)
+			return nil, 0, fmt.Errorf("index search: %w", err)
 		}
-		r := overlap(ids, exact[i], hnswK)
-		l.recall += r / float64(len(queries))
+		return ids, time.Since(begin), nil
+	})
+}
+
+// level is the recall and latency of one hnsw.ef_search: search(i) returns query i's
+// first k ids and how long it took, held against exact[i], its exact top k.
+func level(ef, k int, exact [][]int64, search func(i int) ([]int64, time.Duration, error)) (hnswLevel, error) {
+	l := hnswLevel{ef: ef, worst: 1}
+	lat := make([]time.Duration, len(exact))
+	for i := range exact {
+		ids, took, err := search(i)
+		if err != nil {
+			return l, err
+		}
+		lat[i] = took
+		r := overlap(ids, exact[i], k)
+		l.recall += r / float64(len(exact))
 		l.worst = min(l.worst, r)
 		if r < 0.5 {
 			l.poor++

@@ -49,11 +49,7 @@ func mcpListScenario(svc *service) scenario {
 		subject:  subject,
 		baseline: baseline,
 		check: func() ([]string, error) {
-			_, mbody, err := probe(subject)
-			if err != nil {
-				return nil, err
-			}
-			mcpTools, err := mcpListResult(mbody)
+			mcpTools, mbody, err := probeList(subject)
 			if err != nil {
 				return nil, err
 			}
@@ -162,6 +158,19 @@ func searchResults(body []byte, mcp bool) ([]sitesearch.Hit, error) {
 }
 
 // mcpListResult returns the tools array of a JSON-RPC tools/list answer.
+// probeList sends t's tools/list once: the result's tools array and the whole answer.
+func probeList(t target) (json.RawMessage, []byte, error) {
+	_, body, err := probe(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	list, err := mcpListResult(body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", t.label, err)
+	}
+	return list, body, nil
+}
+
 func mcpListResult(body []byte) (json.RawMessage, error) {
 	var out struct {
 		Result struct {

@@ -159,21 +159,13 @@ func nodeScenario(ctx context.Context, bin *serveBinary, peer *nodePeer, dir str
 		subject:  subject,
 		baseline: baseline,
 		check: func() ([]string, error) {
-			_, a, err := probe(subject)
+			at, a, err := probeList(subject)
 			if err != nil {
 				return nil, err
 			}
-			_, b, err := probe(baseline)
+			bt, b, err := probeList(baseline)
 			if err != nil {
 				return nil, err
-			}
-			at, err := mcpListResult(a)
-			if err != nil {
-				return nil, err
-			}
-			bt, err := mcpListResult(b)
-			if err != nil {
-				return nil, fmt.Errorf("node: %w", err)
 			}
 			var av, bv any
 			if err := json.Unmarshal(at, &av); err != nil {

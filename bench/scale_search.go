@@ -245,8 +245,8 @@ type scaleLatencies struct {
 	topicHits                  int // uncached answers whose first page is of the query's topic
 }
 
-// measure runs the rounds, each side over the round's queries in turn, one at a time.
-func (s *scaleSearch) measure(ctx context.Context, queries []scaleQuery) (*scaleLatencies, error) {
+// vectors are the queries' embeddings by the local embedder.
+func (s *scaleSearch) vectors(ctx context.Context, queries []scaleQuery) ([]pgvector.Vector, error) {
 	vecs := make([]pgvector.Vector, len(queries))
 	for i, q := range queries {
 		e, err := s.local.Embed(ctx, []string{q.text})
@@ -254,6 +254,15 @@ func (s *scaleSearch) measure(ctx context.Context, queries []scaleQuery) (*scale
 			return nil, err
 		}
 		vecs[i] = pgvector.NewVector(e.Vectors[0])
+	}
+	return vecs, nil
+}
+
+// measure runs the rounds, each side over the round's queries in turn, one at a time.
+func (s *scaleSearch) measure(ctx context.Context, queries []scaleQuery) (*scaleLatencies, error) {
+	vecs, err := s.vectors(ctx, queries)
+	if err != nil {
+		return nil, err
 	}
 	lat := &scaleLatencies{}
 	fmt.Fprintf(s.env.stderr, "%s: %d rounds of %d queries per side\n", scaleSearchName, scaleRounds, scalePerRound)
@@ -291,26 +300,24 @@ func (l *scaleLatencies) merge(r scaleLatencies) {
 
 // servedRound asks each query of the round twice over HTTP: new, then cached.
 func (s *scaleSearch) servedRound(queries []scaleQuery, round *scaleLatencies) error {
-	before := s.fake.Calls()
-	for _, q := range queries {
-		d, hits, err := s.call(q.text)
-		if err != nil {
-			return fmt.Errorf("search_site, uncached: %w", err)
+	for _, pass := range []struct {
+		name  string
+		took  *[]time.Duration
+		calls *int
+	}{{"uncached", &round.uncached, &round.providerUncached}, {"cached", &round.cached, &round.providerCached}} {
+		before := s.fake.Calls()
+		for _, q := range queries {
+			d, hits, err := s.call(q.text)
+			if err != nil {
+				return fmt.Errorf("search_site, %s: %w", pass.name, err)
+			}
+			*pass.took = append(*pass.took, d)
+			if pass.name == "uncached" && strings.Contains(hits[0].URL, fmt.Sprintf("/area-%02d/topic-%02d/", q.topic/scaleTopics, q.topic%scaleTopics)) {
+				round.topicHits++
+			}
 		}
-		round.uncached = append(round.uncached, d)
-		if strings.Contains(hits[0].URL, fmt.Sprintf("/area-%02d/topic-%02d/", q.topic/scaleTopics, q.topic%scaleTopics)) {
-			round.topicHits++
-		}
+		*pass.calls = s.fake.Calls() - before
 	}
-	middle := s.fake.Calls()
-	for _, q := range queries {
-		d, _, err := s.call(q.text)
-		if err != nil {
-			return fmt.Errorf("search_site, cached: %w", err)
-		}
-		round.cached = append(round.cached, d)
-	}
-	round.providerUncached, round.providerCached = middle-before, s.fake.Calls()-middle
 	return nil
 }
 

@@ -73,13 +73,9 @@ func (s *scaleSearch) recall(ctx context.Context, queries []scaleQuery) (*scaleR
 	if err := c.QueryRow(ctx, `SELECT current_setting('hnsw.ef_search')::int`).Scan(&res.ef); err != nil {
 		return nil, err
 	}
-	vecs := make([]pgvector.Vector, len(queries))
-	for i, q := range queries {
-		e, err := s.local.Embed(ctx, []string{q.text})
-		if err != nil {
-			return nil, err
-		}
-		vecs[i] = pgvector.NewVector(e.Vectors[0])
+	vecs, err := s.vectors(ctx, queries)
+	if err != nil {
+		return nil, err
 	}
 	if res.plan, err = legPlan(ctx, c, res.candidates, vecs[0]); err != nil {
 		return nil, err
@@ -110,24 +106,9 @@ func legLevel(ctx context.Context, c *pgxpool.Conn, candidates int, vecs []pgvec
 	if _, err := c.Exec(ctx, fmt.Sprintf(`SET hnsw.ef_search = %d`, ef)); err != nil {
 		return hnswLevel{}, err
 	}
-	l := hnswLevel{ef: ef, worst: 1}
-	var took []time.Duration
-	for i, v := range vecs {
-		got, d, err := legTop(ctx, c, candidates, v)
-		if err != nil {
-			return l, err
-		}
-		took = append(took, d)
-		r := overlap(got, exact[i], scaleKNN)
-		l.recall += r / float64(len(vecs))
-		l.worst = min(l.worst, r)
-		if r < 0.5 {
-			l.poor++
-		}
-	}
-	slices.Sort(took)
-	l.p50, l.p99 = percentile(took, 50), percentile(took, 99)
-	return l, nil
+	return level(ef, scaleKNN, exact, func(i int) ([]int64, time.Duration, error) {
+		return legTop(ctx, c, candidates, vecs[i])
+	})
 }
 
 // legTop runs the vector half, planned for its arguments as the service plans its
