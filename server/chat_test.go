@@ -16,7 +16,6 @@ import (
 	"github.com/sitetools/sitetools/internal/app"
 	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/config"
-	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/llm/llmtest"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
@@ -41,11 +40,7 @@ func newChatEnv(t *testing.T, env map[string]string, withProvider bool) *chatEnv
 	parts := app.Parts{DB: ce.db}
 	if withProvider {
 		ce.fake = llmtest.NewChatServer(t)
-		chat, err := llm.NewChat(llm.ChatOptions{BaseURL: ce.fake.BaseURL(), Model: "fake-model", MaxRetries: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		parts.ChatProvider = chat
+		parts.ChatProvider = ce.fake.Client(t)
 	}
 	ce.serve(t, testConfig(t, "postgres://unused", env), parts, ce.stand.Tools()...)
 	return ce

@@ -88,21 +88,11 @@ func New(opts Options) (*Assistant, error) {
 	if strings.TrimSpace(opts.Persona) == "" {
 		opts.Persona = DefaultPersona
 	}
-	if opts.MaxToolRounds <= 0 {
-		opts.MaxToolRounds = 4
-	}
-	if opts.MaxOutputTokens <= 0 {
-		opts.MaxOutputTokens = 1024
-	}
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = 4
-	}
-	if opts.ToolTimeout <= 0 {
-		opts.ToolTimeout = 10 * time.Second
-	}
-	if opts.ProviderTimeout <= 0 {
-		opts.ProviderTimeout = 60 * time.Second
-	}
+	orDefault(&opts.MaxToolRounds, 4)
+	orDefault(&opts.MaxOutputTokens, 1024)
+	orDefault(&opts.Concurrency, 4)
+	orDefault(&opts.ToolTimeout, 10*time.Second)
+	orDefault(&opts.ProviderTimeout, 60*time.Second)
 	opts.Sanitize = opts.Sanitize.withDefaults()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

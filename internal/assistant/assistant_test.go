@@ -15,7 +15,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sitetools/sitetools/internal/assistant"
-	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/llm/llmtest"
 	"github.com/sitetools/sitetools/tools"
 	"github.com/sitetools/sitetools/tools/toolstest"
@@ -68,11 +67,7 @@ func newFixture(t *testing.T, opts assistant.Options, withProvider bool) *fixtur
 	opts.Registry = f.reg
 	if withProvider {
 		f.fake = llmtest.NewChatServer(t)
-		chat, err := llm.NewChat(llm.ChatOptions{BaseURL: f.fake.BaseURL(), Model: "fake-model", MaxRetries: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts.Provider = chat
+		opts.Provider = f.fake.Client(t)
 	}
 	a, err := assistant.New(opts)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -19,19 +20,18 @@ type SanitizeOptions struct {
 }
 
 func (o SanitizeOptions) withDefaults() SanitizeOptions {
-	if o.MaxStringChars <= 0 {
-		o.MaxStringChars = 2000
-	}
-	if o.MaxItems <= 0 {
-		o.MaxItems = 50
-	}
-	if o.MaxDepth <= 0 {
-		o.MaxDepth = 12
-	}
-	if o.MaxBytes <= 0 {
-		o.MaxBytes = 16 << 10
-	}
+	orDefault(&o.MaxStringChars, 2000)
+	orDefault(&o.MaxItems, 50)
+	orDefault(&o.MaxDepth, 12)
+	orDefault(&o.MaxBytes, 16<<10)
 	return o
+}
+
+// orDefault sets an option that is not positive, so unset, to its default.
+func orDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // Sanitize returns v, any JSON-serialisable value, as JSON fit to show a model: long

@@ -152,6 +152,16 @@ func StartChatServer() *ChatServer {
 // BaseURL is what a client takes as its API root, ending in /v1.
 func (s *ChatServer) BaseURL() string { return s.URL + "/v1" }
 
+// Client is a chat client of the fake, model "fake-model", that does not retry.
+func (s *ChatServer) Client(t testing.TB) *llm.Chat {
+	t.Helper()
+	chat, err := llm.NewChat(llm.ChatOptions{BaseURL: s.BaseURL(), Model: "fake-model", MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chat
+}
+
 // Script queues replies, one per coming request.
 func (s *ChatServer) Script(replies ...ChatReply) {
 	s.mu.Lock()

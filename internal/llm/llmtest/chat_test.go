@@ -10,15 +10,6 @@ import (
 	"github.com/sitetools/sitetools/internal/llm/llmtest"
 )
 
-func fakeChat(t *testing.T, srv *llmtest.ChatServer) *llm.Chat {
-	t.Helper()
-	chat, err := llm.NewChat(llm.ChatOptions{BaseURL: srv.BaseURL(), Model: "fake-model", MaxRetries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return chat
-}
-
 func streamOnce(ctx context.Context, chat *llm.Chat, onDelta func(string) error) (*llm.ChatResponse, error) {
 	return chat.Stream(ctx, llm.ChatRequest{Messages: []llm.ChatMessage{{Role: "user", Content: "Hello"}}}, onDelta)
 }
@@ -30,7 +21,7 @@ func TestChatServerFirstDelay(t *testing.T) {
 	reply := llmtest.Say("Hello there.")
 	reply.FirstDelay = delay
 	srv.Script(reply)
-	chat := fakeChat(t, srv)
+	chat := srv.Client(t)
 	start := time.Now()
 	var first time.Duration
 	resp, err := streamOnce(context.Background(), chat, func(string) error {
@@ -58,7 +49,7 @@ func TestChatServerFirstDelayCancelled(t *testing.T) {
 		close(arrived)
 		return llmtest.ChatReply{Text: []string{"never"}, FirstDelay: time.Hour}
 	})
-	chat := fakeChat(t, srv)
+	chat := srv.Client(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -88,7 +79,7 @@ func TestChatServerDiscardRequests(t *testing.T) {
 		seen = append(seen, n)
 		return llmtest.Say("ok")
 	})
-	chat := fakeChat(t, srv)
+	chat := srv.Client(t)
 	for i := range 3 {
 		if i == 1 {
 			srv.DiscardRequests()
