@@ -34,6 +34,7 @@ import (
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
 	"github.com/sitetools/sitetools/server"
+	"github.com/sitetools/sitetools/server/web"
 	"github.com/sitetools/sitetools/tools"
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
@@ -807,7 +808,7 @@ func staticFileCases(t *testing.T) []contractCase {
 		}
 		files = append(files, file{urlPath: "/assets/" + e.Name(), body: b})
 	}
-	bundle, err := server.WidgetFiles()
+	bundle, err := web.WidgetFiles()
 	if err != nil {
 		t.Fatal(err)
 	}

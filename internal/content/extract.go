@@ -231,6 +231,19 @@ func WalkDir(root, baseURL string, fn func(*Document) error) error {
 	if _, err := extractParseBase(baseURL); err != nil {
 		return fmt.Errorf("content.WalkDir: %w", err)
 	}
+	files, err := SiteFiles(root)
+	if err != nil {
+		return fmt.Errorf("content.WalkDir: %w", err)
+	}
+	return walkParsed(files, func(f string) (*Document, error) {
+		return DocumentFromFile(root, filepath.FromSlash(f), baseURL)
+	}, fn)
+}
+
+// SiteFiles are the Markdown and HTML files under root, as slash-separated paths
+// relative to it, in order. Hidden files and directories (".name") are skipped, and so
+// are symbolic links, which could lead outside root.
+func SiteFiles(root string) ([]string, error) {
 	var files []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -252,13 +265,8 @@ func WalkDir(root, baseURL string, fn func(*Document) error) error {
 		files = append(files, filepath.ToSlash(rel))
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("content.WalkDir: %w", err)
-	}
 	slices.Sort(files)
-	return walkParsed(files, func(f string) (*Document, error) {
-		return DocumentFromFile(root, filepath.FromSlash(f), baseURL)
-	}, fn)
+	return files, err
 }
 
 // walkParsed calls fn with the document of each file, in order, one call at a time, and

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"fmt"
 	"html/template"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -30,34 +29,20 @@ func readPages(dir string) ([]*sourcePage, error) {
 	if !info.IsDir() {
 		return nil, fmt.Errorf("server: SITE_PAGES_DIR: %s is not a directory", dir)
 	}
-	var pages []*sourcePage
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p != dir && strings.HasPrefix(d.Name(), ".") {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		ext := strings.ToLower(filepath.Ext(p))
-		if !d.Type().IsRegular() || (ext != ".md" && ext != ".markdown") {
-			return nil
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		page, err := readPage(dir, rel)
-		if err != nil {
-			return err
-		}
-		pages = append(pages, page)
-		return nil
-	})
+	files, err := content.SiteFiles(dir)
 	if err != nil {
 		return nil, fmt.Errorf("server: SITE_PAGES_DIR: %w", err)
+	}
+	var pages []*sourcePage
+	for _, rel := range files {
+		if ext := strings.ToLower(path.Ext(rel)); ext != ".md" && ext != ".markdown" {
+			continue
+		}
+		page, err := readPage(dir, filepath.FromSlash(rel))
+		if err != nil {
+			return nil, fmt.Errorf("server: SITE_PAGES_DIR: %w", err)
+		}
+		pages = append(pages, page)
 	}
 	slices.SortFunc(pages, func(a, b *sourcePage) int { return strings.Compare(a.path, b.path) })
 	return pages, nil
