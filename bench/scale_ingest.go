@@ -20,13 +20,10 @@ import (
 	"github.com/sitetools/sitetools/internal/postgres"
 )
 
-// The ingest section: the real `sitetools ingest` binary, run as a subprocess on the
-// generated site, from a directory and over a sitemap, with the offline local embedder
-// and with a fake OpenAI-compatible provider that counts its requests; each first ingest
-// into an empty database, then again with nothing changed.
-func init() {
-	sections = append(sections, section{name: scaleIngestName, order: 2, run: runScaleIngest})
-}
+// The ingest section (runScaleIngest): the real `sitetools ingest` binary, run as a
+// subprocess on the generated site, from a directory and over a sitemap, with the offline
+// local embedder and with a fake OpenAI-compatible provider that counts its requests; each
+// first ingest into an empty database, then again with nothing changed.
 
 const (
 	scaleSitemapPages = 2_000

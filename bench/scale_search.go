@@ -27,12 +27,10 @@ import (
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
 
-// The search section: search_site as served, over HTTP, on the generated site of 10 000
-// pages, with the query's embedding from a fake provider (new queries) or from the cache
-// (the same queries again), against a pure pgvector kNN query on the same HNSW index.
-func init() {
-	sections = append(sections, section{name: scaleSearchName, order: 3, run: runScaleSearch})
-}
+// The search section (runScaleSearch): search_site as served, over HTTP, on the
+// generated site of 10 000 pages, with the query's embedding from a fake provider (new
+// queries) or from the cache (the same queries again), against a pure pgvector kNN query
+// on the same HNSW index.
 
 const (
 	scaleRounds        = 4   // interleaved: baseline, uncached, cached

@@ -1,23 +1,26 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"io"
-	"slices"
 	"strings"
 )
 
 // A section is a measurement with a table of its own, beside the load scenarios: it
-// runs after them (and before the HNSW recall), when -run matches its name. Files
-// register theirs in an init function.
+// runs after them (and before the HNSW recall), when -run matches its name.
 type section struct {
 	name string
-	// order places it among the others, lowest first: the measurement a busy database
-	// would disturb most goes before the sections that leave PostgreSQL work to do
-	// (autovacuum after loading 100 000 chunks).
-	order int
-	run   func(ctx context.Context, env sectionEnv) (sectionResult, error)
+	run  func(ctx context.Context, env sectionEnv) (sectionResult, error)
+}
+
+// sections run in this order: the measurements a busy database would disturb most go
+// before the sections that leave PostgreSQL work to do (autovacuum after loading
+// 100 000 chunks).
+var sections = []section{
+	{name: wrkName, run: runWrk},
+	{name: ttftName, run: runTTFT},
+	{name: scaleIngestName, run: runScaleIngest},
+	{name: scaleSearchName, run: runScaleSearch},
 }
 
 // sectionEnv is what a section may use: the settings, the benchmarked database's
@@ -38,14 +41,10 @@ type sectionResult struct {
 	missed []string
 }
 
-var sections []section
-
-// runSections runs the sections -run selects, by their order.
+// runSections runs the sections -run selects, in order.
 func (b *bench) runSections(rep *report) error {
 	env := sectionEnv{s: b.s, adminURL: b.adminURL, dbURL: b.dbURL, svc: b.svc, stderr: b.stderr}
-	sorted := slices.Clone(sections)
-	slices.SortStableFunc(sorted, func(a, b section) int { return cmp.Compare(a.order, b.order) })
-	for _, sec := range sorted {
+	for _, sec := range sections {
 		if !b.s.run.MatchString(sec.name) {
 			continue
 		}

@@ -46,8 +46,6 @@ var ttftConcurrency = [...]int{1, 16}
 // maxConcurrentChats is the service's CHAT_MAX_CONCURRENT here: room for every turn.
 const maxConcurrentChats = 64
 
-func init() { sections = append(sections, section{name: ttftName, order: 1, run: runTTFT}) }
-
 // A ttftKind is one thing measured: a chat turn of either shape, or a baseline:
 // search_site called alone, at a tool turn's pace or back to back, and the fake model
 // called directly.

@@ -21,10 +21,6 @@ const (
 	wrkFloor  = 0.90
 )
 
-func init() {
-	sections = append(sections, section{name: wrkName, order: 0, run: runWrk})
-}
-
 type wrkRound struct{ subject, baseline float64 }
 
 func runWrk(ctx context.Context, env sectionEnv) (sectionResult, error) {
