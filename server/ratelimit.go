@@ -28,8 +28,7 @@ type RateLimiter struct {
 
 	mu        sync.Mutex
 	clients   map[string]*rate.Limiter
-	lastSweep time.Time
-	scheduled bool // a timed sweep is pending
+	scheduled bool // a sweep is pending
 }
 
 // NewRateLimiter returns a limiter; perMinute 0 allows everything. now is the clock
@@ -52,14 +51,13 @@ func (l *RateLimiter) Allow(client string) (bool, time.Duration) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.sweep(now)
 	lim, ok := l.clients[client]
 	if !ok {
 		lim = rate.NewLimiter(rate.Every(time.Minute/time.Duration(l.perMinute)), l.perMinute)
 		l.clients[client] = lim
 		if !l.scheduled {
 			l.scheduled = true
-			l.after(time.Minute, l.timedSweep)
+			l.after(time.Minute, l.sweep)
 		}
 	}
 	r := lim.ReserveN(now, 1)
@@ -87,34 +85,22 @@ func (l *RateLimiter) key(client string) string {
 	return p.String()
 }
 
-// sweep forgets clients whose allowance is full again, at most once a minute.
-func (l *RateLimiter) sweep(now time.Time) {
-	if now.Sub(l.lastSweep) < time.Minute {
-		return
-	}
-	l.forgetIdle(now)
-}
-
-func (l *RateLimiter) forgetIdle(now time.Time) {
-	l.lastSweep = now
+// sweep forgets the clients whose allowance is full again, and comes again in a
+// minute while any client is left: busy or quiet, no address stays longer.
+func (l *RateLimiter) sweep() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
 	for k, lim := range l.clients {
 		if lim.TokensAt(now) >= float64(l.perMinute) {
 			delete(l.clients, k)
 		}
 	}
-}
-
-// timedSweep forgets idle clients without waiting for a call, and comes again in a
-// minute while any client is left: on a quiet server too, no address stays.
-func (l *RateLimiter) timedSweep() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.forgetIdle(l.now())
 	if len(l.clients) == 0 {
 		l.scheduled = false
 		return
 	}
-	l.after(time.Minute, l.timedSweep)
+	l.after(time.Minute, l.sweep)
 }
 
 // Intercept applies the limit to every tool call, on every channel.

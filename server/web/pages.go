@@ -260,7 +260,7 @@ func (s *Site) view(byPath map[string]*sourcePage, sections []string, sec, curre
 		}
 		l := link{Href: p, Label: cmp.Or(page.heading, page.title), Current: p == current}
 		switch {
-		case slices.Contains(legalNames, name):
+		case legalKind[name] != "":
 			legal = append(legal, l)
 		case strings.HasSuffix(rest, "/"):
 			dirs = append(dirs, l)
@@ -306,7 +306,7 @@ func legalFooter(byPath map[string]*sourcePage, sec string, legal []link) []link
 		own[legalKind[path.Base(l.Href)]] = true
 	}
 	for p, page := range byPath {
-		if name := strings.Trim(p, "/"); slices.Contains(legalNames, name) && !own[legalKind[name]] {
+		if kind := legalKind[strings.Trim(p, "/")]; kind != "" && !own[kind] {
 			legal = append(legal, link{Href: p, Label: cmp.Or(page.heading, page.title)})
 		}
 	}

@@ -73,11 +73,9 @@ type sourcePage struct {
 // Paths of the service, each with everything below it: a page can never shadow them.
 var reservedPrefixes = []string{"/api", "/assets", "/webmcp", "/mcp", "/healthz", "/readyz"}
 
-// Pages under these names go to the footer rather than the main navigation.
-var legalNames = []string{"imprint", "impressum", "privacy", "datenschutz", "legal", "terms"}
-
-// legalKind is what a legal page is, whatever its language: a language section's own
-// privacy policy (/de/datenschutz) stands for the root's (/privacy) in its footer.
+// Pages under these names go to the footer rather than the main navigation. Each is of
+// a kind, whatever its language: a language section's own privacy policy
+// (/de/datenschutz) stands for the root's (/privacy) in its footer.
 var legalKind = map[string]string{"imprint": "imprint", "impressum": "imprint", "privacy": "privacy", "datenschutz": "privacy", "legal": "legal", "terms": "terms"}
 
 // The page a section offers as its guide to connecting an MCP client through the relay

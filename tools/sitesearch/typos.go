@@ -22,8 +22,8 @@ const maxCorrectedWords = 12
 
 // correct finds the query's words that the index does not hold and the indexed word each
 // most likely meant, with the same first letter: the fewest edits (a swap of two
-// neighbours is one), then the
-// likeliest spelling by trigram similarity, then the commoner word. Words shorter than
+// neighbours is one), then the likeliest spelling by trigram similarity, then the
+// commoner word. Words shorter than
 // four letters, with digits, or with no candidate close enough stay as they are.
 func (s *searcher) correct(ctx context.Context, query string) (map[string]string, error) {
 	var words []string
