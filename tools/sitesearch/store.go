@@ -106,12 +106,21 @@ type StoredPage struct {
 
 const maxSnippetRunes = 320
 
-// boundSnippet folds a snippet's spacing and cuts it to n characters.
+// boundSnippet folds a snippet's spacing and cuts it to n characters. A cut inside a
+// match drops the match's opening "**": the snippet's marks stay in pairs.
 func boundSnippet(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	r := []rune(s)
 	if len(r) <= n {
 		return s
 	}
-	return strings.TrimSpace(string(r[:n])) + "…"
+	if r[n-1] == '*' && r[n] == '*' {
+		n-- // not between the two stars of a mark
+	}
+	cut := string(r[:n])
+	if strings.Count(cut, "**")%2 == 1 {
+		i := strings.LastIndex(cut, "**")
+		cut = cut[:i] + cut[i+2:]
+	}
+	return strings.TrimSpace(cut) + "…"
 }
