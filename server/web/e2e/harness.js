@@ -534,11 +534,20 @@ export function median(xs) {
 /**
  * startFakeEmbeddings serves POST /v1/embeddings as OpenAI does, with deterministic
  * vectors (from a hash of each input). An input containing `slowWord` is answered only
- * after `slowMs` (the state's, which a test may change); a client that goes away before
- * then is counted in `cancelled`.
+ * after `slowMs` (the state's, which a test may change), or at once when the test calls
+ * `release()`; a client that goes away before then is counted in `cancelled`.
  */
 export async function startFakeEmbeddings({ dims = 64, slowWord = 'slowpoke', slowMs = 8000 } = {}) {
-  const state = { calls: 0, cancelled: 0, slowStarted: 0, slowMs };
+  const held = new Set();
+  const state = {
+    calls: 0,
+    cancelled: 0,
+    slowStarted: 0,
+    slowMs,
+    release() {
+      for (const answer of held) answer();
+    },
+  };
   const vector = (text) => {
     const v = [];
     for (let i = 0; v.length < dims; i++) {
@@ -555,10 +564,17 @@ export async function startFakeEmbeddings({ dims = 64, slowWord = 'slowpoke', sl
     if (inputs.some((s) => String(s).includes(slowWord))) {
       state.slowStarted++;
       const gone = await new Promise((resolve) => {
-        const t = setTimeout(() => resolve(false), state.slowMs);
+        const answer = () => {
+          clearTimeout(t);
+          held.delete(answer);
+          resolve(false);
+        };
+        const t = setTimeout(answer, state.slowMs);
+        held.add(answer);
         res.on('close', () => {
           if (!res.writableEnded) {
             clearTimeout(t);
+            held.delete(answer);
             resolve(true);
           }
         });

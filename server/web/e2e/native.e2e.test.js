@@ -288,7 +288,6 @@ const chatActivity = (p) =>
   });
 
 test('a slow tool round shows as one folded, busy line, announced politely; then done, and never sent to the model', async () => {
-  embed.slowMs = 2500;
   if (await page.isHidden('#sitetools-chat-panel')) await page.click('#sitetools-chat-launcher');
   if (await page.isVisible('#sitetools-chat-consent-accept')) await page.click('#sitetools-chat-consent-accept');
   const calls = llm.calls;
@@ -315,7 +314,12 @@ test('a slow tool round shows as one folded, busy line, announced politely; then
   const shot = process.env.E2E_ACTIVITY_SCREENSHOT;
   if (shot) await page.screenshot({ path: `${shot}-running.png` });
 
-  // Done: still one line, now done; expanding it names the tool and its status.
+  // The visitor unfolds the line while it runs; then the embedding comes.
+  await page.click('#sitetools-chat-log .msg-assistant:last-child .tool summary');
+  embed.release();
+
+  // Done: still one line, now done, still unfolded and focused: it names the tool and its
+  // status.
   await answered;
   const done = await until('the turn to end', async () => {
     const a = await chatActivity(page);
@@ -323,9 +327,9 @@ test('a slow tool round shows as one folded, busy line, announced politely; then
   });
   assert.equal(done.lines[0].summary, '✓Searched the site');
   assert.equal(done.lines[0].ariaBusy, null);
-  await page.click('#sitetools-chat-log .msg-assistant:last-child .tool summary');
-  const open = (await chatActivity(page)).lines[0];
-  assert.deepEqual([open.open, open.detailVisible, open.detail], [true, true, 'Tool search_site: done']);
+  assert.deepEqual([done.lines[0].open, done.lines[0].detailVisible, done.lines[0].detail], [true, true, 'Tool search_site: done']);
+  const focused = await page.evaluate(() => document.querySelector('sitetools-chat').shadowRoot.activeElement?.closest('.tool') !== null);
+  assert.ok(focused, 'focus left the line the visitor had unfolded');
   if (shot) await page.screenshot({ path: `${shot}-done.png` });
 
   // The model saw the tool's result as a tool message and nothing of the line as text.
@@ -341,22 +345,24 @@ test('a slow tool round shows as one folded, busy line, announced politely; then
   await until('the model to be asked again', async () => llm.calls === calls + 3);
   const sent = JSON.stringify(llm.bodies.slice(calls));
   for (const words of ['Searching the site', 'Searched the site', 'Tool search_site']) assert.ok(!sent.includes(words), words);
-  embed.slowMs = 8000;
 });
 
 test('a failed tool shows as failed, in the visitor’s language, without internals', async () => {
   await until('the chat to be idle', async () => !(await chatActivity(page)).busy);
   await page.evaluate(() => (document.documentElement.lang = 'de'));
-  await until('the German widget', async () => (await page.textContent('#sitetools-chat-send')).trim() === 'Senden');
-  await page.fill('#sitetools-chat-input', 'backwards: welche Termine sind frei?');
-  await page.press('#sitetools-chat-input', 'Enter');
-  const failed = await until('a failed line', async () => {
-    const a = await chatActivity(page);
-    return !a.busy && a.lines.length === 1 && a.lines[0].state === 'failed' && a;
-  });
-  assert.equal(failed.lines[0].summary, '✕Suche nach freien Terminen fehlgeschlagen');
-  assert.equal(failed.lines[0].detail, 'Werkzeug get_free_slots: fehlgeschlagen');
-  // The tool's own message ("ends before it starts") is for the model, not the line.
-  assert.doesNotMatch(JSON.stringify(failed), /before it starts|invalid|error/i);
-  await page.evaluate(() => (document.documentElement.lang = 'en'));
+  try {
+    await until('the German widget', async () => (await page.textContent('#sitetools-chat-send')).trim() === 'Senden');
+    await page.fill('#sitetools-chat-input', 'backwards: welche Termine sind frei?');
+    await page.press('#sitetools-chat-input', 'Enter');
+    const failed = await until('a failed line', async () => {
+      const a = await chatActivity(page);
+      return !a.busy && a.lines.length === 1 && a.lines[0].state === 'failed' && a;
+    });
+    assert.equal(failed.lines[0].summary, '✕Suche nach freien Terminen fehlgeschlagen');
+    assert.equal(failed.lines[0].detail, 'Tool get_free_slots: fehlgeschlagen');
+    // The tool's own message ("ends before it starts") is for the model, not the line.
+    assert.doesNotMatch(JSON.stringify(failed), /before it starts|invalid|error/i);
+  } finally {
+    await page.evaluate(() => (document.documentElement.lang = 'en'));
+  }
 });

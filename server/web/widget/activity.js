@@ -17,7 +17,7 @@ const capital = (s) => s[0].toUpperCase() + s.slice(1);
 /** labelOf is the line's words for a call of tool in state (running, done or failed). */
 export function labelOf(t, tool, state) {
   const kind = Object.hasOwn(KINDS, tool) ? KINDS[tool] : 'tool';
-  return t[`${kind}${capital(state)}`] ?? tool;
+  return t[`${kind}${capital(state)}`];
 }
 
 /** activityLine is a new line for a call of tool, in state. */
@@ -40,7 +40,6 @@ export function activityLine(t, tool, state) {
 export function setActivity(t, line, tool, state) {
   const label = labelOf(t, tool, state);
   line.dataset.state = state;
-  line.dataset.label = label;
   if (state === 'running') line.setAttribute('aria-busy', 'true');
   else line.removeAttribute('aria-busy');
   line.querySelector('.tool-mark').textContent = MARKS[state];

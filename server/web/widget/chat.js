@@ -29,7 +29,7 @@ import {
   setConsent,
   storeTranscript,
 } from './core.js';
-import { activityLine, setActivity, storedActivity } from './activity.js';
+import { activityLine, labelOf, setActivity, storedActivity } from './activity.js';
 import { h } from './dom.js';
 import { renderMarkdown } from './render.js';
 import { readEventStream } from './sse.js';
@@ -188,10 +188,10 @@ class SitetoolsChat extends HTMLElement {
     const toolbar = h('header', { class: 'toolbar', part: 'header' }, el.title, el.pill, el.clear, el.close);
 
     el.cardTitle = t('cardTitle', h('h3', { id: 'sitetools-webmcp-card-title' }));
-    el.token = h('input', { id: 'sitetools-webmcp-token', name: 'token', type: 'password', autocomplete: 'off', spellcheck: 'false', required: true, part: 'input', 'aria-describedby': 'sitetools-webmcp-token-help' });
+    el.token = h('input', { id: 'sitetools-webmcp-token', name: 'token', type: 'password', autocomplete: 'off', spellcheck: 'false', required: true, part: 'input' });
     // The site's step-by-step guide (attribute `guide` or <meta name="sitetools:guide">):
     // once under the card's note, once as the token field's help.
-    el.guide = t('guide', h('a', { class: 'card-guide', id: 'sitetools-webmcp-guide', part: 'guide-link' }));
+    el.guide = t('guide', h('a', { id: 'sitetools-webmcp-guide', part: 'guide-link' }));
     el.tokenHelp = h('p', { class: 'card-help', id: 'sitetools-webmcp-token-help' }, t('tokenHelp', h('span', {})), ' ');
     el.tokenHelpLink = t('tokenHelpLink', h('a', { id: 'sitetools-webmcp-token-help-link' }));
     el.tokenHelp.append(el.tokenHelpLink);
@@ -331,17 +331,24 @@ class SitetoolsChat extends HTMLElement {
       }
     });
     // Links in answers and in the card: the page's router shows them when it can; a link
-    // off the site is not followed.
+    // off the site is not followed. It returns whether it showed one.
     const routeLink = (ev) => {
-      if (ev.defaultPrevented || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
+      if (ev.defaultPrevented || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return false;
       const a = ev.target instanceof Element ? ev.target.closest('a[href]') : null;
-      if (!a) return;
+      if (!a) return false;
       const g = guardSameOrigin(a.getAttribute('href'), location.origin);
       ev.preventDefault();
       if (g.ok) navigateTo(g);
+      return g.ok;
     };
     e.log.addEventListener('click', routeLink);
-    e.card.addEventListener('click', routeLink);
+    // The card's guide is read beside the chat: the card makes room for it, and where the
+    // flyout covers the page (a phone) the flyout does.
+    e.card.addEventListener('click', (ev) => {
+      if (!routeLink(ev)) return;
+      if (!this.#inline && e.panel.getBoundingClientRect().width >= 0.9 * window.innerWidth) this.close();
+      else this.#closeCard(false);
+    });
 
     e.pill.addEventListener('click', () => (e.card.hidden ? this.#openCard() : this.#closeCard(true)));
     e.connectForm.addEventListener('submit', (ev) => {
@@ -395,7 +402,12 @@ class SitetoolsChat extends HTMLElement {
     const g = href ? guardSameOrigin(href, location.origin) : { ok: false };
     e.guide.parentElement.hidden = !g.ok;
     e.tokenHelp.hidden = !g.ok;
-    if (!g.ok) return;
+    // Hidden help is still read out through aria-describedby: it points at it only when shown.
+    if (!g.ok) {
+      e.token.removeAttribute('aria-describedby');
+      return;
+    }
+    e.token.setAttribute('aria-describedby', e.tokenHelp.id);
     e.guide.href = g.url;
     e.tokenHelpLink.href = `${g.url.split('#')[0]}#token`;
   }
@@ -566,7 +578,7 @@ class SitetoolsChat extends HTMLElement {
               calls.set(d.id, { name: d.name, line });
               if (!activity) activity = item.insertBefore(this.#activityList(), text);
               activity.appendChild(line);
-              this.#say(line.dataset.label);
+              this.#say(labelOf(t, d.name, 'running'));
               break;
             }
             case 'tool.result': {
@@ -574,8 +586,9 @@ class SitetoolsChat extends HTMLElement {
               if (!call || call.line.dataset.state !== 'running') break;
               const ok = d.ok === true;
               setActivity(t, call.line, call.name, ok ? 'done' : 'failed');
+              call.stored = answer.tools.length;
               answer.tools.push({ name: call.name, ok });
-              if (!ok) this.#say(call.line.dataset.label);
+              if (!ok) this.#say(labelOf(t, call.name, 'failed'));
               break;
             }
             case 'sources':
@@ -596,7 +609,8 @@ class SitetoolsChat extends HTMLElement {
     this.#busy = false;
     e.send.disabled = false;
     e.log.removeAttribute('aria-busy');
-    if (answer.content.trim() !== '') {
+    const saved = answer.content.trim() !== '';
+    if (saved) {
       const now = loadTranscript(s);
       if (!now.conversationId) now.conversationId = tr.conversationId;
       const saved = { role: 'assistant', content: answer.content.replaceAll('\0', '') };
@@ -605,7 +619,20 @@ class SitetoolsChat extends HTMLElement {
       now.messages.push(saved);
       storeTranscript(s, now);
     }
+    // The answer is rebuilt from the transcript: a tool line the visitor unfolded stays
+    // open, and focus inside the answer stays there (on its line, else on the log).
+    const active = this.shadowRoot.activeElement;
+    const hadFocus = item.contains(active);
+    const kept = [...calls.values()].filter((c) => c.stored !== undefined);
     this.#render();
+    const lines = saved ? e.list.lastElementChild.querySelectorAll('.tool details') : [];
+    for (const c of kept) {
+      const line = lines[c.stored];
+      if (!line) continue;
+      line.open = c.line.querySelector('details').open;
+      if (c.line.contains(active)) line.querySelector('summary').focus();
+    }
+    if (hadFocus && !e.list.contains(this.shadowRoot.activeElement)) e.log.focus();
     if (failed) {
       e.list.appendChild(h('li', { class: 'msg msg-error', role: 'alert' }, failed));
     } else {
