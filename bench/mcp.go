@@ -157,7 +157,6 @@ func searchResults(body []byte, mcp bool) ([]sitesearch.Hit, error) {
 	return res.StructuredContent.Results, nil
 }
 
-// mcpListResult returns the tools array of a JSON-RPC tools/list answer.
 // probeList sends t's tools/list once: the result's tools array and the whole answer.
 func probeList(t target) (json.RawMessage, []byte, error) {
 	_, body, err := probe(t)
@@ -171,6 +170,7 @@ func probeList(t target) (json.RawMessage, []byte, error) {
 	return list, body, nil
 }
 
+// mcpListResult returns the tools array of a JSON-RPC tools/list answer.
 func mcpListResult(body []byte) (json.RawMessage, error) {
 	var out struct {
 		Result struct {

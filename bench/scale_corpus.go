@@ -102,8 +102,6 @@ func scaleWord(rng *rand.Rand) string {
 
 // scalePage is one generated page.
 type scalePage struct {
-	index    int
-	topic    int // area*scaleTopics + topic
 	path     string
 	title    string
 	sections []scaleSection // the first is the intro, under the title
@@ -195,7 +193,7 @@ func scalePageAt(i int) scalePage {
 	area := topic / scaleTopics
 	sibling := area*scaleTopics + (topic%scaleTopics+1+rng.IntN(scaleTopics-1))%scaleTopics
 	p := newScalePicker(rng, v, topic, sibling)
-	page := scalePage{index: i, topic: topic}
+	var page scalePage
 	page.title = fmt.Sprintf("%s %s %s", capitalize(p.content()), p.content(), p.content())
 	page.path = fmt.Sprintf("area-%02d/topic-%02d/%s-%05d", area, topic%scaleTopics, strings.ReplaceAll(strings.ToLower(page.title), " ", "-"), i)
 	for s := range scaleSections {

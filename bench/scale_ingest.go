@@ -67,10 +67,10 @@ type scaleIngestRun struct {
 
 // scaleIngestStats is what ingest prints: sitesearch.IngestStats.
 type scaleIngestStats struct {
-	pages, added, unchanged, embedded, calls, reused int
+	pages, unchanged, embedded, calls int
 }
 
-var scaleStatsRE = regexp.MustCompile(`(\d+) pages: (\d+) added, \d+ updated, (\d+) unchanged, \d+ removed; (\d+) chunks embedded in (\d+) calls \(\d+ tokens\), (\d+) reused`)
+var scaleStatsRE = regexp.MustCompile(`(\d+) pages: \d+ added, \d+ updated, (\d+) unchanged, \d+ removed; (\d+) chunks embedded in (\d+) calls`)
 
 func parseIngestStats(out string) (scaleIngestStats, error) {
 	m := scaleStatsRE.FindStringSubmatch(out)
@@ -81,7 +81,7 @@ func parseIngestStats(out string) (scaleIngestStats, error) {
 	for i := range n {
 		n[i], _ = strconv.Atoi(m[i+1])
 	}
-	return scaleIngestStats{pages: n[0], added: n[1], unchanged: n[2], embedded: n[3], calls: n[4], reused: n[5]}, nil
+	return scaleIngestStats{pages: n[0], unchanged: n[1], embedded: n[2], calls: n[3]}, nil
 }
 
 // scaleIngestRow is a case's two runs and what the database held after the first.
@@ -105,6 +105,18 @@ type scaleIngester struct {
 func runScaleIngest(ctx context.Context, env sectionEnv) (_ sectionResult, err error) {
 	defer func() { scaleFinished(env, scaleIngestName, err != nil) }()
 	in := &scaleIngester{env: env, dbNames: map[string]bool{}}
+	// The directory with the local embedder stays, for the search section; the others
+	// go, whatever happened.
+	defer func() {
+		for name := range in.dbNames {
+			if name == scaleDatabase {
+				continue
+			}
+			if derr := dropDatabase(ctx, env.adminURL, name); derr != nil && err == nil {
+				err = derr
+			}
+		}
+	}()
 	tmp, err := os.MkdirTemp("", "sitetools-bench-ingest-")
 	if err != nil {
 		return sectionResult{}, err
@@ -129,14 +141,6 @@ func runScaleIngest(ctx context.Context, env sectionEnv) (_ sectionResult, err e
 			return sectionResult{}, fmt.Errorf("%s: %w", c.label, err)
 		}
 		rows = append(rows, row)
-	}
-	// The directory with the local embedder stays, for the search section; the others go.
-	for name := range in.dbNames {
-		if name != scaleDatabase {
-			if err := dropDatabase(ctx, env.adminURL, name); err != nil {
-				return sectionResult{}, err
-			}
-		}
 	}
 	return scaleIngestReport(rows, in.bin), nil
 }
@@ -267,10 +271,6 @@ func watchStatements(ctx context.Context, dbURL string, build, vocab *time.Durat
 // rendered beforehand so that the server costs the ingest as little as it can.
 func startScaleSite(n int) *httptest.Server {
 	pages := make(map[string][]byte, n)
-	for i := range n {
-		pg := scalePageAt(i)
-		pages["/"+pg.path] = pg.html()
-	}
 	var sitemap []byte
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/sitemap.xml" {
@@ -286,12 +286,14 @@ func startScaleSite(n int) *httptest.Server {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write(page)
 	}))
-	// The listener's address is known before the server starts: the sitemap is ready
-	// before any request can read it.
+	// The listener's address is known before the server starts: the pages and the sitemap
+	// are ready before any request can read them.
 	var b strings.Builder
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n" + `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">` + "\n")
 	for i := range n {
-		fmt.Fprintf(&b, "<url><loc>http://%s/%s</loc></url>\n", srv.Listener.Addr(), scalePageAt(i).path)
+		pg := scalePageAt(i)
+		pages["/"+pg.path] = pg.html()
+		fmt.Fprintf(&b, "<url><loc>http://%s/%s</loc></url>\n", srv.Listener.Addr(), pg.path)
 	}
 	b.WriteString("</urlset>\n")
 	sitemap = []byte(b.String())

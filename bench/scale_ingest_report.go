@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -36,19 +37,26 @@ func scaleIngestTable(rows []scaleIngestRow) [][]string {
 		"peak RSS", "unchanged re-ingest", "faster", "calls"}}
 	for _, r := range rows {
 		f, a := r.first, r.again
-		calls := fmt.Sprintf("%d ≤ %d", f.st.calls, ceilDiv(f.st.embedded, scaleBatch))
+		unit := ""
 		if r.c.fake {
-			calls = fmt.Sprintf("%d requests ≤ %d", len(f.requests), ceilDiv(f.st.embedded, scaleBatch))
+			unit = " requests"
 		}
-		againCalls := fmt.Sprint(a.st.calls)
-		if r.c.fake {
-			againCalls = fmt.Sprintf("%d requests", len(a.requests))
-		}
+		calls := fmt.Sprintf("%d%s ≤ %d", r.c.calls(f), unit, ceilDiv(f.st.embedded, scaleBatch))
+		againCalls := fmt.Sprintf("%d%s", r.c.calls(a), unit)
 		out = append(out, []string{r.c.label, thousands(f.st.pages), thousands(r.chunks), seconds(f.wall),
 			fmt.Sprintf("%.0f", pagesPerSecond(f)), seconds(f.build), seconds(f.cpu), calls, megabytes(max(f.rss, a.rss)),
 			seconds(a.wall), fmt.Sprintf("%.1f×", f.wall.Seconds()/a.wall.Seconds()), againCalls})
 	}
 	return out
+}
+
+// calls is run's embedding calls: as the fake provider counted its requests, else as
+// ingest reported them.
+func (c scaleIngestCase) calls(run scaleIngestRun) int {
+	if c.fake {
+		return len(run.requests)
+	}
+	return run.st.calls
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
@@ -83,20 +91,18 @@ func scaleIngestGoals(b *strings.Builder, rows []scaleIngestRow) []string {
 	for _, r := range rows {
 		f, a := r.first, r.again
 		x := f.wall.Seconds() / a.wall.Seconds()
-		calls := a.st.calls + len(a.requests)
+		calls := r.c.calls(a)
 		verdict(fmt.Sprintf("unchanged re-ingest ≥ %.0f× faster with 0 embedding calls, %s", scaleReingestX, r.c.label),
 			x >= scaleReingestX && calls == 0 && a.st.unchanged == a.st.pages,
 			fmt.Sprintf("%.1f× (%s → %s), %d calls, %d of %d pages unchanged", x, seconds(f.wall), seconds(a.wall), calls, a.st.unchanged, a.st.pages),
 			fmt.Sprintf("%.0f %% short, or calls made", 100*(1-x/scaleReingestX)))
-		n := f.st.calls
-		if r.c.fake {
-			n = len(f.requests)
-		}
+		n := r.c.calls(f)
 		want := ceilDiv(f.st.embedded, scaleBatch)
 		verdict(fmt.Sprintf("embedding calls ≤ ⌈chunks embedded / %d⌉, %s", scaleBatch, r.c.label), n <= want && f.st.calls == n,
 			fmt.Sprintf("%d calls for %s chunks (≤ %d)", n, thousands(f.st.embedded), want), fmt.Sprintf("%d calls over", n-want))
 	}
-	if len(missed) > 0 {
+	// The usual misses, of time: the other goals' misses need no more than their line.
+	if slices.ContainsFunc(missed, func(m string) bool { return strings.Contains(m, "pages/s") || strings.Contains(m, "re-ingest") }) {
 		b.WriteString("\nWhy the misses: a first load's pages/s counts the HNSW index build and the vocabulary rebuild, " +
 			"which the notes below time apart (the pages themselves go faster than the goal); two cores share them with " +
 			"PostgreSQL's own work for each chunk. An unchanged re-ingest over a sitemap must still fetch every page over " +

@@ -23,6 +23,7 @@ import (
 	"github.com/sitetools/sitetools/internal/content"
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/llm/llmtest"
+	"github.com/sitetools/sitetools/internal/logs"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
@@ -49,13 +50,10 @@ type scaleSearch struct {
 	reused bool
 	fake   *llmtest.Server
 	cfg    config.Config
-	svc    *app.Service
 	base   *postgres.DB // the baseline's pool, opened as the service opens its own
 	addr   string
 	client *http.Client
 	local  *llm.Local
-	// queryForPlan is the question whose plan the report shows.
-	queryForPlan string
 }
 
 func runScaleSearch(ctx context.Context, env sectionEnv) (_ sectionResult, err error) {
@@ -73,20 +71,25 @@ func runScaleSearch(ctx context.Context, env sectionEnv) (_ sectionResult, err e
 	}
 	defer stop()
 	queries := scaleQueryTexts(scaleWarmups + scaleRounds*scalePerRound)
-	lat, err := s.measure(ctx, queries)
+	vecs, err := s.vectors(ctx, queries)
 	if err != nil {
 		return sectionResult{}, err
 	}
-	rec, err := s.recall(ctx, queries[scaleWarmups:scaleWarmups+scaleRecallQueries])
+	lat, err := s.measure(ctx, queries, vecs)
 	if err != nil {
 		return sectionResult{}, err
 	}
-	s.queryForPlan = queries[scaleWarmups].text
-	plan, err := s.explain(ctx, queries[scaleWarmups])
+	recalled := scaleWarmups + scaleRecallQueries
+	rec, err := s.recall(ctx, vecs[scaleWarmups:recalled])
 	if err != nil {
 		return sectionResult{}, err
 	}
-	return scaleSearchReport(s, lat, rec, plan), nil
+	planned := queries[scaleWarmups]
+	plan, err := s.explain(ctx, planned, vecs[scaleWarmups])
+	if err != nil {
+		return sectionResult{}, err
+	}
+	return scaleSearchReport(s, lat, rec, planned.text, plan), nil
 }
 
 // ensureIndex reuses the scale database when it holds what the generator makes (the
@@ -178,11 +181,12 @@ func (s *scaleSearch) start(ctx context.Context) (stop func(), err error) {
 	if _, err = db.Pool.Exec(ctx, `TRUNCATE embedding_cache`); err != nil {
 		return stop, err
 	}
-	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if s.svc, err = app.Build(ctx, s.cfg, app.Options{DB: db, Logger: logger}); err != nil {
+	svc, err := app.Build(ctx, s.cfg, app.Options{DB: db, Logger: slog.New(logs.NewJSON(io.Discard, slog.LevelInfo))})
+	if err != nil {
 		return stop, err
 	}
-	srv, addr, err := serve(s.svc.HTTP.Handler(), "")
+	stops.push(svc.Close)
+	srv, addr, err := serve(svc.HTTP.Handler(), "")
 	if err != nil {
 		return stop, err
 	}
@@ -257,11 +261,7 @@ func (s *scaleSearch) vectors(ctx context.Context, queries []scaleQuery) ([]pgve
 }
 
 // measure runs the rounds, each side over the round's queries in turn, one at a time.
-func (s *scaleSearch) measure(ctx context.Context, queries []scaleQuery) (*scaleLatencies, error) {
-	vecs, err := s.vectors(ctx, queries)
-	if err != nil {
-		return nil, err
-	}
+func (s *scaleSearch) measure(ctx context.Context, queries []scaleQuery, vecs []pgvector.Vector) (*scaleLatencies, error) {
 	lat := &scaleLatencies{}
 	fmt.Fprintf(s.env.stderr, "%s: %d rounds of %d queries per side\n", scaleSearchName, scaleRounds, scalePerRound)
 	for r := -1; r < scaleRounds; r++ {
@@ -310,7 +310,7 @@ func (s *scaleSearch) servedRound(queries []scaleQuery, round *scaleLatencies) e
 				return fmt.Errorf("search_site, %s: %w", pass.name, err)
 			}
 			*pass.took = append(*pass.took, d)
-			if pass.name == "uncached" && strings.Contains(hits[0].URL, fmt.Sprintf("/area-%02d/topic-%02d/", q.topic/scaleTopics, q.topic%scaleTopics)) {
+			if pass.name == "uncached" && len(hits) > 0 && strings.Contains(hits[0].URL, fmt.Sprintf("/area-%02d/topic-%02d/", q.topic/scaleTopics, q.topic%scaleTopics)) {
 				round.topicHits++
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/postgres"
 )
 
@@ -58,12 +59,12 @@ func legSQL(candidates int) string {
 // recall compares the top k of the vector half with the exact top k, at the service's
 // hnsw.ef_search and at larger ones, on a connection of the baseline's pool (opened as
 // the service's).
-func (s *scaleSearch) recall(ctx context.Context, queries []scaleQuery) (*scaleRecall, error) {
+func (s *scaleSearch) recall(ctx context.Context, vecs []pgvector.Vector) (*scaleRecall, error) {
 	m := legRE.FindStringSubmatch(postgres.SearchSQL(hnswDims))
 	if m == nil {
 		return nil, errors.New("the vector half of postgres.SearchSQL is not the one legSQL mirrors: update legSQL")
 	}
-	res := &scaleRecall{queries: len(queries)}
+	res := &scaleRecall{queries: len(vecs)}
 	res.candidates, _ = strconv.Atoi(m[1])
 	c, err := s.base.Pool.Acquire(ctx)
 	if err != nil {
@@ -73,14 +74,10 @@ func (s *scaleSearch) recall(ctx context.Context, queries []scaleQuery) (*scaleR
 	if err := c.QueryRow(ctx, `SELECT current_setting('hnsw.ef_search')::int`).Scan(&res.ef); err != nil {
 		return nil, err
 	}
-	vecs, err := s.vectors(ctx, queries)
-	if err != nil {
-		return nil, err
-	}
 	if res.plan, err = legPlan(ctx, c, res.candidates, vecs[0]); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(s.env.stderr, "%s: exact top %d of %d questions (every chunk's vector, read once)\n", scaleSearchName, scaleKNN, len(queries))
+	fmt.Fprintf(s.env.stderr, "%s: exact top %d of %d questions (every chunk's vector, read once)\n", scaleSearchName, scaleKNN, len(vecs))
 	begin := time.Now()
 	exact, err := exactTopK(ctx, c, vecs, scaleKNN)
 	if err != nil {
@@ -209,11 +206,7 @@ func unit(v []float32) []float64 {
 // vector, the default limit, no language, no path prefix, and empty values for the
 // parameters after those (no synonyms, no corrections, both stemmings). The query's
 // vector, 384 numbers, is shortened in the plan.
-func (s *scaleSearch) explain(ctx context.Context, q scaleQuery) (string, error) {
-	e, err := s.local.Embed(ctx, []string{q.text})
-	if err != nil {
-		return "", err
-	}
+func (s *scaleSearch) explain(ctx context.Context, q scaleQuery, vec pgvector.Vector) (string, error) {
 	c, err := s.base.Pool.Acquire(ctx)
 	if err != nil {
 		return "", err
@@ -224,7 +217,7 @@ func (s *scaleSearch) explain(ctx context.Context, q scaleQuery) (string, error)
 	if err != nil {
 		return "", err
 	}
-	args := []any{q.text, pgvector.NewVector(e.Vectors[0]), 5, "", ""}
+	args := []any{q.text, vec, 5, "", ""}
 	for _, oid := range sd.ParamOIDs[min(len(args), len(sd.ParamOIDs)):] {
 		switch oid {
 		case pgtype.TextArrayOID:
@@ -253,7 +246,7 @@ func (s *scaleSearch) explain(ctx context.Context, q scaleQuery) (string, error)
 var vectorLiteral = regexp.MustCompile(`'\[[-0-9.,e]+\]'::vector\(`)
 
 // scaleSearchReport is the search section's markdown and its missed goals.
-func scaleSearchReport(s *scaleSearch, lat *scaleLatencies, rec *scaleRecall, plan string) sectionResult {
+func scaleSearchReport(s *scaleSearch, lat *scaleLatencies, rec *scaleRecall, planned, plan string) sectionResult {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## %s\n\n", scaleSearchName)
 	fmt.Fprintf(&b, "A generated site of %s pages (%s): %d areas of %d topics each; every topic has %d words of its own, every "+
@@ -276,17 +269,19 @@ func scaleSearchReport(s *scaleSearch, lat *scaleLatencies, rec *scaleRecall, pl
 		"a pure pgvector kNN query on the same HNSW index, `%s`, with the question's vector computed beforehand, on a pool "+
 		"opened as the service opens its own (postgres.Open: %d connections, hnsw.ef_search %d). %d rounds of %d questions "+
 		"per side, interleaved (baseline, uncached, cached), after a warm-up round of %d.\n\n",
-		"local-lexical-v1", knnSQL(), s.cfg.DatabaseMaxConns, rec.ef, scaleRounds, scalePerRound, scaleWarmups)
+		llm.LocalModel, knnSQL(), s.cfg.DatabaseMaxConns, rec.ef, scaleRounds, scalePerRound, scaleWarmups)
 	missed := scaleLatencyTable(&b, lat)
 	missed = append(missed, scaleRecallTable(&b, rec)...)
 	scaleSearchNotes(&b, lat, rec, plan)
 	fmt.Fprintf(&b, "\n`EXPLAIN (ANALYZE, BUFFERS)` of the served statement (postgres.SearchSQL, planned for its arguments as the service plans it) for the question %q, after the rounds (the second of two runs; the query vector shortened):\n\n"+
-		"```\n%s\n```\n", s.queryForPlan, plan)
+		"```\n%s\n```\n", planned, plan)
 	return sectionResult{text: b.String(), missed: missed}
 }
 
+// scaleBuilt says when the index was built: by this run (here, or by the ingest
+// section before), or by an earlier run that this one reused.
 func scaleBuilt(s *scaleSearch) string {
-	if s.reused && s.meta.builtAt.Before(time.Now().Add(-time.Hour)) {
+	if s.reused && !scaleShared.done[scaleIngestName] {
 		return "reused, built " + s.meta.builtAt.UTC().Format("2006-01-02 15:04 UTC")
 	}
 	return "in this run"

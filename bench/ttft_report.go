@@ -87,17 +87,17 @@ func ttftRowName(k ttftKind) string {
 
 // ttftGoals writes the goals' verdicts at c concurrent turns and returns the missed ones.
 func ttftGoals(b *strings.Builder, c int, st [ttftKinds]ttftStats) []string {
-	var missed []string
+	var missed, why []string
 	plain := st[kindPlain].p50
 	goal := fmt.Sprintf("p50 overhead of a turn without tools ≤ %s", duration(ttftPlainGoal))
 	verdict := verdictOf(plain <= ttftPlainGoal)
 	if plain > ttftPlainGoal {
 		verdict += " by " + duration(plain-ttftPlainGoal)
 		missed = append(missed, fmt.Sprintf("%s, %d concurrent: %s: %s", ttftName, c, goal, duration(plain)))
-		defer fmt.Fprintf(b, "- why, at %d concurrent, without tools: before its model call a turn reserves its tokens "+
+		why = append(why, fmt.Sprintf("- why, at %d concurrent, without tools: before its model call a turn reserves its tokens "+
 			"in the day's budget row (an UPDATE of one row, which the turns take in turn) and after it settles them and "+
 			"writes a ledger row; the two cores are shared by the service, PostgreSQL, the fake model and %d clients, so "+
-			"these steps queue, and the rounds' p50s spread (see the table)\n", c, c)
+			"these steps queue, and the rounds' p50s spread (see the table)\n", c, c))
 	}
 	fmt.Fprintf(b, "- %d concurrent: %s: %s (the fake model's own share, measured alone: %s), **%s**.\n",
 		c, goal, duration(plain), duration(st[kindFake].p50), verdict)
@@ -114,14 +114,17 @@ func ttftGoals(b *strings.Builder, c int, st [ttftKinds]ttftStats) []string {
 				"PostgreSQL, the fake model and %d clients, so these steps queue (search_site back to back at this "+
 				"concurrency takes %s at p50)", c, duration(st[kindSearchLoop].p50))
 		}
-		defer fmt.Fprintf(b, "- why, at %d concurrent: besides the search, a tool round makes a second model call, with "+
+		why = append(why, fmt.Sprintf("- why, at %d concurrent: besides the search, a tool round makes a second model call, with "+
 			"its tokens reserved in the day's budget row before and settled after (two UPDATEs of one row), a ledger "+
-			"row for it and for the search, and the tool's events: %s\n", c, wait)
+			"row for it and for the search, and the tool's events: %s\n", c, wait))
 	}
 	fmt.Fprintf(b, "- %d concurrent: %s: the tool round adds %s (p50 with it − p50 without), search_site alone "+
 		"takes %s, so %s beyond the search itself (of which the second model call's fake model share, measured "+
 		"alone: %s), **%s**.\n", c, goal, signed(added), duration(st[kindSearch].p50), signed(beyond),
 		duration(st[kindFake].p50), verdict)
+	for _, w := range why {
+		b.WriteString(w)
+	}
 	return missed
 }
 
