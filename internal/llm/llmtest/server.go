@@ -44,6 +44,13 @@ type Server struct {
 	ignoreDimensions bool
 	omitUsage        bool
 	apiKey           string
+	perInput         time.Duration // CPU time one input takes; requests are served one at a time
+	requestCap       time.Duration // a request whose work takes longer is answered 504 after it
+	texts            []string      // every input received, in order, when recordTexts
+	recordTexts      bool
+	vectors          map[string][]float32 // fixed answers for exact inputs
+
+	cpu sync.Mutex // held while a request's per-input work runs
 }
 
 // NewServer starts a provider whose vectors have dims dimensions unless a request asks
@@ -135,22 +142,84 @@ func (s *Server) SetAPIKey(key string) {
 	s.locked(func() { s.apiKey = key })
 }
 
+// SetCPU makes the server behave like a model server on a CPU: requests are served one
+// at a time, each input costs perInput, and a request whose work would take longer than
+// requestCap (0: no cap) is answered 504 once requestCap has passed, as a proxy in front
+// of such a server answers. The work is done whether or not the client still waits.
+func (s *Server) SetCPU(perInput, requestCap time.Duration) {
+	s.locked(func() { s.perInput, s.requestCap = perInput, requestCap })
+}
+
+// RecordTexts makes the server keep every input it receives from now on, for tests that
+// assert what a provider is sent (task prefixes).
+func (s *Server) RecordTexts() {
+	s.locked(func() { s.recordTexts = true })
+}
+
+// Texts returns the inputs received since RecordTexts, in order.
+func (s *Server) Texts() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.texts...)
+}
+
+// SetVector makes the server answer v (of its dimension) for the exact input text, as
+// a multilingual model maps a question and a passage in two languages close together.
+func (s *Server) SetVector(text string, v []float32) {
+	s.locked(func() {
+		if s.vectors == nil {
+			s.vectors = map[string][]float32{}
+		}
+		s.vectors[text] = v
+	})
+}
+
+// work holds the server's one CPU for the time a request's inputs take. It reports
+// whether the request may be answered; if not it has written the proxy's 504.
+func (s *Server) work(w http.ResponseWriter, r *http.Request, d, limit time.Duration) bool {
+	var capped <-chan time.Time
+	if limit > 0 {
+		t := time.NewTimer(limit)
+		defer t.Stop()
+		capped = t.C
+	}
+	done := make(chan struct{})
+	go func() {
+		s.cpu.Lock()
+		time.Sleep(d) // the simulated computation
+		s.cpu.Unlock()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-capped:
+		writeError(w, http.StatusGatewayTimeout, "server_error", nil, "upstream timed out")
+		return false
+	case <-r.Context().Done():
+		return false
+	}
+}
+
 // gate counts every request and applies the authentication, delay and failure knobs
 // before the endpoint sees it.
 func (s *Server) gate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.calls.Add(1)
+		inputs := 0
 		if r.URL.Path == "/v1/embeddings" {
 			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 			if err != nil {
 				writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", nil, "Request body too large.")
 				return
 			}
-			s.logRequest(countInputs(body))
+			inputs = countInputs(body)
+			s.logRequest(inputs)
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		s.mu.Lock()
 		delay, apiKey, retryAfter := s.delay, s.apiKey, s.retryAfter
+		perInput, requestCap := s.perInput, s.requestCap
 		status := s.failStatus
 		if status == 0 && s.failFirst > 0 {
 			s.failFirst--
@@ -165,6 +234,11 @@ func (s *Server) gate(next http.Handler) http.Handler {
 				timer.Stop()
 				return
 			case <-timer.C:
+			}
+		}
+		if perInput > 0 && r.URL.Path == "/v1/embeddings" {
+			if !s.work(w, r, time.Duration(inputs)*perInput, requestCap) {
+				return
 			}
 		}
 		if apiKey != "" && r.Header.Get("Authorization") != "Bearer "+apiKey {
@@ -247,6 +321,12 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	s.mu.Lock()
+	if s.recordTexts {
+		s.texts = append(s.texts, inputs...)
+	}
+	fixed := s.vectors
+	s.mu.Unlock()
 	embedder, err := s.embedder(req.Dimensions)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", nil, err.Error())
@@ -259,6 +339,9 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 
 	resp := embeddingResponse{Object: "list", Model: req.Model, Data: make([]embeddingData, len(inputs))}
 	for i, v := range emb.Vectors {
+		if f, ok := fixed[inputs[i]]; ok && len(f) == len(v) {
+			v = f
+		}
 		resp.Data[i] = embeddingData{Object: "embedding", Index: i, Embedding: v}
 		if req.EncodingFormat == "base64" {
 			resp.Data[i].Embedding = encodeBase64(v)
