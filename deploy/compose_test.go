@@ -194,7 +194,7 @@ func composeSitetoolsEnvironment(t *testing.T, p *types.Project) {
 	want := map[string]string{
 		"EMBEDDINGS_PROVIDER":   "openai",
 		"EMBEDDINGS_BASE_URL":   "http://ollama:11434/v1",
-		"EMBEDDINGS_MODEL":      "nomic-embed-text",
+		"EMBEDDINGS_MODEL":      "embeddinggemma",
 		"EMBEDDINGS_DIMENSIONS": "768",
 		"LLM_BASE_URL":          "http://ollama:11434/v1",
 		"LLM_MODEL":             "qwen2.5:1.5b",
@@ -208,6 +208,17 @@ func composeSitetoolsEnvironment(t *testing.T, p *types.Project) {
 	for k, v := range want {
 		if got := env[k]; got == nil || *got != v {
 			t.Errorf("sitetools %s = %q, want %q", k, deref(got), v)
+		}
+	}
+	// ollama-pull pulls the models that sitetools asks for: the ones its container's
+	// shell finds in the environment.
+	pull := svc("ollama-pull")
+	for _, k := range []string{"EMBEDDINGS_MODEL", "LLM_MODEL"} {
+		if got := deref(pull.Environment[k]); got != deref(env[k]) {
+			t.Errorf("ollama-pull pulls %s %q, sitetools asks for %q", k, got, deref(env[k]))
+		}
+		if !strings.Contains(strings.Join(pull.Command, " "), `"$`+k+`"`) {
+			t.Errorf("ollama-pull's command %q does not pull $%s", pull.Command, k)
 		}
 	}
 	mounts := map[string]string{}
