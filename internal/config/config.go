@@ -12,8 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/sitetools/sitetools/internal/fetch"
+	"github.com/sitetools/sitetools/internal/llm"
 )
 
 // Config is the service's configuration, loaded from the environment once at start-up.
@@ -75,7 +78,15 @@ type Embeddings struct {
 	Dimensions       int
 	DailyTokenBudget int64 // 0: unlimited
 	PricePerMTok     float64
-	Timeout          time.Duration
+	Timeout          time.Duration // one query embedding, retries included
+	// Prefixes go before every query and every document chunk sent to the model: the
+	// model's preset (llm.PresetPrefixes) unless EMBEDDINGS_QUERY_PREFIX or
+	// EMBEDDINGS_DOCUMENT_PREFIX say otherwise ("none": no prefix).
+	Prefixes llm.Prefixes
+	// BatchSize is the most chunks one ingest request carries; IngestTimeout bounds one
+	// such request (a batch that runs out of it is split, not sent again whole).
+	BatchSize     int
+	IngestTimeout time.Duration
 }
 
 // Chat configures the site chat (POST /api/chat) and its model.
@@ -237,6 +248,16 @@ func (e *Embeddings) load(l *loader) {
 		DailyTokenBudget: int64(l.integer("EMBEDDINGS_DAILY_TOKEN_BUDGET", 0, 0, 1<<40)),
 		PricePerMTok:     l.float("EMBEDDINGS_PRICE_PER_MTOK", 0),
 		Timeout:          l.duration("EMBEDDINGS_TIMEOUT", 5*time.Second),
+		BatchSize:        l.integer("EMBEDDINGS_BATCH_SIZE", 32, 1, 2048),
+		IngestTimeout:    l.duration("EMBEDDINGS_INGEST_TIMEOUT", 60*time.Second),
+	}
+	var preset llm.Prefixes
+	if e.Provider == "openai" {
+		preset = llm.PresetPrefixes(e.Model)
+	}
+	e.Prefixes = llm.Prefixes{
+		Query:    l.prefix("EMBEDDINGS_QUERY_PREFIX", preset.Query),
+		Document: l.prefix("EMBEDDINGS_DOCUMENT_PREFIX", preset.Document),
 	}
 	switch e.Provider {
 	case "local":
@@ -333,6 +354,29 @@ func (l *loader) str(name, def string) string {
 func (l *loader) lookup(name string) (string, bool) {
 	v := strings.TrimSpace(l.getenv(name))
 	return v, v != ""
+}
+
+// maxPrefix bounds a task prefix: the longest model instructions are a sentence.
+const maxPrefix = 500
+
+// prefix reads a task prefix as written, trailing spaces included (they matter: "query: "),
+// with "\n" standing for a line break; unset or blank is def, "none" is no prefix.
+func (l *loader) prefix(name, def string) string {
+	v := l.getenv(name)
+	switch strings.TrimSpace(v) {
+	case "":
+		return def
+	case "none":
+		return ""
+	}
+	v = strings.ReplaceAll(v, `\n`, "\n")
+	switch {
+	case utf8.RuneCountInString(v) > maxPrefix:
+		l.fail(name, fmt.Sprintf("must be at most %d characters", maxPrefix))
+	case strings.IndexFunc(v, func(r rune) bool { return unicode.IsControl(r) && r != '\n' }) >= 0:
+		l.fail(name, `must not contain control characters (write a line break as \n)`)
+	}
+	return v
 }
 
 func (l *loader) integer(name string, def, lo, hi int) int {

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/sitetools/sitetools/internal/config"
 	"github.com/sitetools/sitetools/internal/fetch"
+	"github.com/sitetools/sitetools/internal/llm"
 )
 
 func TestConfigErrorsNameEveryVariable(t *testing.T) {
@@ -72,6 +74,46 @@ func TestAreas(t *testing.T) {
 	for _, name := range []string{"ADMIN_TOKEN", "LLM_TOOL_MODE"} {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("all areas: %v; want a problem naming %s", err, name)
+		}
+	}
+}
+
+// TestEmbeddingPrefixes: the model's preset applies with an OpenAI-compatible provider
+// unless a prefix is set; "none" turns one off; a prefix keeps its trailing space and
+// reads \n as a line break; the local embedder gets no preset.
+func TestEmbeddingPrefixes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		vars map[string]string
+		want llm.Prefixes
+	}{
+		{"preset", map[string]string{"EMBEDDINGS_MODEL": "nomic-embed-text"},
+			llm.Prefixes{Query: "search_query: ", Document: "search_document: "}},
+		{"set", map[string]string{"EMBEDDINGS_MODEL": "nomic-embed-text", "EMBEDDINGS_QUERY_PREFIX": "q: ", "EMBEDDINGS_DOCUMENT_PREFIX": "none"},
+			llm.Prefixes{Query: "q: "}},
+		{"line break", map[string]string{"EMBEDDINGS_MODEL": "my-model", "EMBEDDINGS_QUERY_PREFIX": `Instruct: find\nQuery:`},
+			llm.Prefixes{Query: "Instruct: find\nQuery:"}},
+		{"no preset", map[string]string{"EMBEDDINGS_MODEL": "bge-m3"}, llm.Prefixes{}},
+		{"local", map[string]string{"EMBEDDINGS_PROVIDER": "local", "EMBEDDINGS_MODEL": "nomic-embed-text"}, llm.Prefixes{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vars := map[string]string{"EMBEDDINGS_PROVIDER": "openai", "EMBEDDINGS_DIMENSIONS": "768"}
+			maps.Copy(vars, tc.vars)
+			cfg, err := config.Load(func(k string) string { return vars[k] }, config.AreaEmbeddings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Embeddings.Prefixes != tc.want {
+				t.Errorf("prefixes = %q, want %q", cfg.Embeddings.Prefixes, tc.want)
+			}
+		})
+	}
+	vars := map[string]string{"EMBEDDINGS_QUERY_PREFIX": "a\tb", "EMBEDDINGS_DOCUMENT_PREFIX": strings.Repeat("x", 501),
+		"EMBEDDINGS_BATCH_SIZE": "0", "EMBEDDINGS_INGEST_TIMEOUT": "soon"}
+	_, err := config.Load(func(k string) string { return vars[k] }, config.AreaEmbeddings)
+	for _, name := range []string{"EMBEDDINGS_QUERY_PREFIX", "EMBEDDINGS_DOCUMENT_PREFIX", "EMBEDDINGS_BATCH_SIZE", "EMBEDDINGS_INGEST_TIMEOUT"} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("error does not name %s: %v", name, err)
 		}
 	}
 }

@@ -158,10 +158,25 @@ func (c *Chat) open(ctx context.Context, oreq openai.ChatCompletionRequest) (*op
 		if err == nil {
 			return stream, nil
 		}
-		if stop := c.retry.pause(ctx, attempt, hint.after, sanitize(err), errChatUnavailable); stop != nil {
+		if stop := c.retry.pause(ctx, attempt, hint.after, sanitize(err, chatInputs(oreq)), errChatUnavailable); stop != nil {
 			return nil, fmt.Errorf("llm.Chat.Stream: %w", stop)
 		}
 	}
+}
+
+// chatInputs is every text of a chat request that a provider's error message could quote.
+func chatInputs(oreq openai.ChatCompletionRequest) []string {
+	out := make([]string, 0, len(oreq.Messages))
+	for _, m := range oreq.Messages {
+		out = append(out, m.Content)
+		for _, p := range m.MultiContent {
+			out = append(out, p.Text)
+		}
+		for _, tc := range m.ToolCalls {
+			out = append(out, tc.Function.Arguments)
+		}
+	}
+	return out
 }
 
 // read reads the stream to its end: the text, passed on as it arrives, the tool calls
@@ -285,7 +300,7 @@ func streamError(err error) error {
 	var apiErr *openai.APIError
 	if errors.As(err, &apiErr) {
 		if apiErr.HTTPStatusCode > 0 {
-			return sanitize(err)
+			return sanitize(err, nil)
 		}
 		code := ""
 		switch c := apiErr.Code.(type) {

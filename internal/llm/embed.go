@@ -29,6 +29,9 @@ type Embeddings struct {
 	// Tokens is the provider-reported usage (prompt tokens), or the estimate where the
 	// provider reports none or the embedder is local.
 	Tokens int
+	// Requests is how many requests the provider received or may have received for the
+	// call: retries and split batches included. An in-process embedder counts one.
+	Requests int
 }
 
 // ErrUnavailable marks a failure of the provider rather than of the request: a timeout,
@@ -36,12 +39,13 @@ type Embeddings struct {
 // (e.g. search falls back to full-text) instead of failing.
 var ErrUnavailable = errors.New("embedding provider unavailable")
 
-// StatusError is an HTTP error answered by a provider. It deliberately carries no
-// message text: a provider may echo the input in it, and errors end up in logs.
+// StatusError is an HTTP error answered by a provider. Errors end up in logs, so its
+// Message is the provider's explanation only where it quotes nothing that was sent.
 type StatusError struct {
 	StatusCode int
 	Type       string // the provider's error type, e.g. "invalid_request_error", if it sent one
 	Code       string // the provider's error code, e.g. "model_not_found", if it sent one
+	Message    string // the provider's message, on one line and bounded; "" when withheld
 }
 
 func (e *StatusError) Error() string {
@@ -51,6 +55,9 @@ func (e *StatusError) Error() string {
 		s += fmt.Sprintf(" (%s, %s)", e.Type, e.Code)
 	case e.Type != "" || e.Code != "":
 		s += fmt.Sprintf(" (%s%s)", e.Type, e.Code)
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
 	}
 	return s
 }

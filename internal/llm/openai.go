@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -33,13 +34,14 @@ type OpenAIOptions struct {
 	// answer and every later answer must match it.
 	Dimensions int
 	// Timeout bounds each attempt. Default 10s. The caller's context bounds the whole
-	// call, retries included.
+	// call, retries and splits included. A request of several inputs that runs out of it
+	// is split in halves rather than sent again (see Embed).
 	Timeout time.Duration
 	// MaxRetries is how often a request that failed with 429, 5xx, a timeout or a
 	// connection failure is repeated. Default 3; negative means never.
 	MaxRetries int
 	// BatchSize is the most texts sent in one request; Embed splits larger inputs.
-	// Default 128.
+	// Default 128; it shrinks when a request of that size runs out of time.
 	BatchSize int
 	// BaseBackoff is the wait before the first retry, doubled for each further one,
 	// with jitter, up to MaxBackoff. Defaults 250ms and 8s. A provider's Retry-After
@@ -78,7 +80,7 @@ type OpenAI struct {
 	learned   atomic.Int64 // the provider's dimension, once seen, when dims is 0
 	timeout   time.Duration
 	retry     retryPolicy
-	batchSize int
+	size      atomic.Int64 // inputs per request: BatchSize, less after a request of it ran out of time
 	base, max time.Duration
 }
 
@@ -107,14 +109,14 @@ func NewOpenAI(opts OpenAIOptions) (*OpenAI, error) {
 		return nil, fmt.Errorf("llm.NewOpenAI: batch size must be between 1 and %d, got %d", maxBatchSize, opts.BatchSize)
 	}
 	o := &OpenAI{
-		model:     opts.Model,
-		dims:      opts.Dimensions,
-		timeout:   cmpOr(opts.Timeout, DefaultTimeout),
-		batchSize: cmpOr(opts.BatchSize, DefaultBatchSize),
-		base:      cmpOr(opts.BaseBackoff, defaultBaseBackoff),
-		max:       cmpOr(opts.MaxBackoff, defaultMaxBackoff),
-		client:    newClient(opts.APIKey, opts.BaseURL, opts.HTTPClient),
+		model:   opts.Model,
+		dims:    opts.Dimensions,
+		timeout: cmpOr(opts.Timeout, DefaultTimeout),
+		base:    cmpOr(opts.BaseBackoff, defaultBaseBackoff),
+		max:     cmpOr(opts.MaxBackoff, defaultMaxBackoff),
+		client:  newClient(opts.APIKey, opts.BaseURL, opts.HTTPClient),
 	}
+	o.size.Store(int64(cmpOr(opts.BatchSize, DefaultBatchSize)))
 	o.retry = retryPolicy{max: retries(opts.MaxRetries, DefaultMaxRetries), backoff: o.backoff,
 		log: orDiscard(opts.Logger), what: "embedding request", model: opts.Model}
 	return o, nil
@@ -188,24 +190,55 @@ func (o *OpenAI) Dimensions() int {
 }
 
 // Embed returns one vector per text. Inputs beyond the batch size are sent in several
-// requests, one after another; the call fails as a whole if any of them fails. Errors
-// for which IsUnavailable is true mean the provider is down, overloaded or too slow.
+// requests, one after another; the call fails as a whole if any of them fails. A request
+// of several inputs that runs out of time (the attempt's Timeout, or a 408, 413 or 504 from
+// the provider or a proxy before it) is not sent again whole: the client halves its batch
+// size and sends the same inputs in smaller requests, as often as needed down to one input
+// a request, and later calls keep the smaller size. A model server on a CPU finishes half
+// the work in time where it could not finish all of it.
+// Errors for which IsUnavailable is true mean the provider is down, overloaded or too slow.
 func (o *OpenAI) Embed(ctx context.Context, texts []string) (*Embeddings, error) {
 	out := &Embeddings{Vectors: make([][]float32, 0, len(texts))}
-	for start := 0; start < len(texts); start += o.batchSize {
-		batch := texts[start:min(start+o.batchSize, len(texts))]
-		vectors, tokens, err := o.embedBatch(ctx, batch)
+	for start := 0; start < len(texts); {
+		n := min(int(o.size.Load()), len(texts)-start)
+		vectors, tokens, err := o.embedBatch(ctx, texts[start:start+n], out)
+		if errors.Is(err, errTooSlow) {
+			o.shrink((n + 1) / 2)
+			o.retry.log.LogAttrs(ctx, slog.LevelWarn, "embedding request ran out of time; sending smaller ones",
+				slog.String("model", o.model), slog.Int("inputs", n), slog.Int("batch_size", o.BatchSize()))
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("llm.OpenAI.Embed: %w", err)
 		}
 		out.Vectors = append(out.Vectors, vectors...)
 		out.Tokens += tokens
+		start += n
 	}
 	return out, nil
 }
 
-// embedBatch sends one request, retrying it while that can help and time allows.
-func (o *OpenAI) embedBatch(ctx context.Context, batch []string) ([][]float32, int, error) {
+// BatchSize is the most inputs the client now sends in one request: the configured size,
+// or less once a request of that size ran out of time.
+func (o *OpenAI) BatchSize() int { return int(o.size.Load()) }
+
+// shrink lowers the batch size to n unless it is at most n already.
+func (o *OpenAI) shrink(n int) {
+	for {
+		cur := o.size.Load()
+		if cur <= int64(n) || o.size.CompareAndSwap(cur, int64(n)) {
+			return
+		}
+	}
+}
+
+// errTooSlow marks a request of several inputs that ran out of time: smaller ones may not.
+var errTooSlow = errors.New("the request ran out of time")
+
+// embedBatch sends one request, retrying it while that can help and time allows. A
+// request of several inputs that ran out of time is not retried: its error wraps
+// errTooSlow, for the caller to split it. out.Requests counts every request sent.
+func (o *OpenAI) embedBatch(ctx context.Context, batch []string, out *Embeddings) ([][]float32, int, error) {
 	req := openai.EmbeddingRequestStrings{
 		Input:      batch,
 		Model:      openai.EmbeddingModel(o.model),
@@ -216,10 +249,14 @@ func (o *OpenAI) embedBatch(ctx context.Context, batch []string) ([][]float32, i
 		actx, cancel := context.WithTimeout(context.WithValue(ctx, retryHintKey{}, hint), o.timeout)
 		resp, err := o.client.CreateEmbeddings(actx, req)
 		cancel()
+		out.Requests++
 		if err == nil {
 			return o.decode(resp, batch)
 		}
-		err = sanitize(err)
+		err = sanitize(err, batch)
+		if len(batch) > 1 && ctx.Err() == nil && ranOutOfTime(err) {
+			return nil, 0, fmt.Errorf("%w (%d inputs in %s): %w", errTooSlow, len(batch), o.timeout, err)
+		}
 		stop := o.retry.pause(ctx, attempt, hint.after, err, ErrUnavailable)
 		if stop == nil {
 			continue
@@ -229,6 +266,20 @@ func (o *OpenAI) embedBatch(ctx context.Context, batch []string) ([][]float32, i
 		}
 		return nil, 0, stop
 	}
+}
+
+// ranOutOfTime reports whether a request failed because it took too long: our own
+// deadline of the attempt, or a provider's or proxy's timeout or size refusal.
+func ranOutOfTime(err error) bool {
+	var se *StatusError
+	if errors.As(err, &se) {
+		switch se.StatusCode {
+		case http.StatusRequestTimeout, http.StatusRequestEntityTooLarge, http.StatusGatewayTimeout:
+			return true
+		}
+		return false
+	}
+	return errors.Is(err, context.DeadlineExceeded)
 }
 
 // decode checks the answer against the request and puts the vectors in input order.
@@ -286,9 +337,11 @@ func (o *OpenAI) backoff(attempt int) time.Duration {
 	return half + rand.N(half+1)
 }
 
-// sanitize replaces go-openai's HTTP errors, whose texts carry the provider's message
-// and the raw body (which may echo the input), with a StatusError.
-func sanitize(err error) error {
+// sanitize replaces go-openai's HTTP errors, whose texts carry the raw body, with a
+// StatusError. It keeps the provider's message (trimmed, control characters removed) only
+// where it cannot leak what was sent: inputs are the texts of the request, and a message
+// that quotes any of them, or any message when inputs is nil, is left out.
+func sanitize(err error, inputs []string) error {
 	var apiErr *openai.APIError
 	if errors.As(err, &apiErr) && apiErr.HTTPStatusCode > 0 {
 		se := &StatusError{StatusCode: apiErr.HTTPStatusCode, Type: apiErr.Type}
@@ -296,7 +349,12 @@ func sanitize(err error) error {
 		case string:
 			se.Code = c
 		case int:
-			se.Code = strconv.Itoa(c)
+			if c != 0 { // go-openai reads a null code as 0
+				se.Code = strconv.Itoa(c)
+			}
+		}
+		if inputs != nil {
+			se.Message = providerMessage(apiErr.Message, inputs)
 		}
 		return se
 	}
@@ -305,6 +363,33 @@ func sanitize(err error) error {
 		return &StatusError{StatusCode: reqErr.HTTPStatusCode}
 	}
 	return err
+}
+
+// The bounds of a provider's message kept in an error.
+const (
+	maxMessageRunes = 300
+	// quoteRunes is the shortest run of a message that, found in an input, counts as
+	// quoting it.
+	quoteRunes = 20
+)
+
+// providerMessage is msg on one line, control characters removed, at most
+// maxMessageRunes long; "" when it quotes one of inputs.
+func providerMessage(msg string, inputs []string) string {
+	msg = strings.Join(strings.FieldsFunc(msg, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
+	if r := []rune(msg); len(r) > maxMessageRunes {
+		msg = string(r[:maxMessageRunes-1]) + "…"
+	}
+	r := []rune(msg)
+	for i := 0; i+quoteRunes <= len(r); i++ {
+		window := string(r[i : i+quoteRunes])
+		for _, in := range inputs {
+			if strings.Contains(in, window) {
+				return ""
+			}
+		}
+	}
+	return msg
 }
 
 // retryable reports whether repeating the request may succeed.

@@ -3,6 +3,7 @@ package llm_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -438,5 +439,75 @@ func TestIsUnavailable(t *testing.T) {
 				t.Errorf("IsUnavailable(%v) = %t, want %t", tc.err, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestOpenAIHalvesBatchesThatRunOutOfTime: against a server on a CPU (one request at a
+// time, a cost per input), a batch that runs out of time — a proxy's 504 or the client's
+// own deadline — is sent again in halves, never whole, down to what finishes, and later
+// calls keep the smaller size; every vector arrives, in order.
+func TestOpenAIHalvesBatchesThatRunOutOfTime(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		perInput    time.Duration
+		requestCap  time.Duration // the proxy's 504
+		timeout     time.Duration // the client's attempt deadline
+		want, later []int
+	}{
+		{name: "proxy 504", perInput: 10 * time.Millisecond, requestCap: 250 * time.Millisecond, timeout: 10 * time.Second,
+			want: []int{64, 32, 16, 16, 16, 16}, later: []int{16, 4}},
+		{name: "own deadline", perInput: 10 * time.Millisecond, timeout: 250 * time.Millisecond,
+			want: []int{64, 32, 16, 16, 16, 16}, later: []int{16, 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, 32)
+			srv.SetCPU(tc.perInput, tc.requestCap)
+			o := newOpenAI(t, srv, llm.OpenAIOptions{BatchSize: 64, Timeout: tc.timeout})
+			in := texts(64)
+			got, err := o.Embed(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, srv.Requests()); diff != "" {
+				t.Errorf("inputs per request (-want +got):\n%s", diff)
+			}
+			if got.Requests != len(tc.want) {
+				t.Errorf("Requests = %d, want %d", got.Requests, len(tc.want))
+			}
+			if diff := cmp.Diff(localEmbeddings(t, 32, in).Vectors, got.Vectors); diff != "" {
+				t.Errorf("vectors not one per text in order (-want +got):\n%s", diff)
+			}
+			if o.BatchSize() != 16 {
+				t.Errorf("batch size %d after the splits, want 16", o.BatchSize())
+			}
+			if _, err := o.Embed(context.Background(), texts(20)); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.later, srv.Requests()[len(tc.want):]); diff != "" {
+				t.Errorf("a later call's requests (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestOpenAIProviderMessage: a provider's explanation of a refusal reaches the error, on
+// one line and without control characters, unless it quotes the input.
+func TestOpenAIProviderMessage(t *testing.T) {
+	message := "the input length exceeds the context length\x1b[31m\n\tof 2048 tokens"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		quoted, _ := json.Marshal(message)
+		fmt.Fprintf(w, `{"error":{"message":%s,"type":"invalid_request_error","code":null}}`, quoted)
+	}))
+	defer srv.Close()
+	o, err := llm.NewOpenAI(llm.OpenAIOptions{BaseURL: srv.URL + "/v1", Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = o.Embed(context.Background(), []string{"a page about accessibility audits"})
+	want := "provider answered 400 Bad Request (invalid_request_error): the input length exceeds the context length [31m of 2048 tokens"
+	if err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("error = %v\nwant it to end in %q", err, want)
 	}
 }

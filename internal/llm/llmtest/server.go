@@ -144,8 +144,8 @@ func (s *Server) SetAPIKey(key string) {
 
 // SetCPU makes the server behave like a model server on a CPU: requests are served one
 // at a time, each input costs perInput, and a request whose work would take longer than
-// requestCap (0: no cap) is answered 504 once requestCap has passed, as a proxy in front
-// of such a server answers. The work is done whether or not the client still waits.
+// requestCap (0: no cap), waiting included, is answered 504 once requestCap has passed, as
+// a proxy in front of such a server answers.
 func (s *Server) SetCPU(perInput, requestCap time.Duration) {
 	s.locked(func() { s.perInput, s.requestCap = perInput, requestCap })
 }
@@ -175,7 +175,9 @@ func (s *Server) SetVector(text string, v []float32) {
 }
 
 // work holds the server's one CPU for the time a request's inputs take. It reports
-// whether the request may be answered; if not it has written the proxy's 504.
+// whether the request may be answered; if not it has written the proxy's 504, or the
+// client went away. Work nobody waits for any more stops, as a model server's does when
+// the proxy in front of it closes the connection.
 func (s *Server) work(w http.ResponseWriter, r *http.Request, d, limit time.Duration) bool {
 	var capped <-chan time.Time
 	if limit > 0 {
@@ -183,12 +185,18 @@ func (s *Server) work(w http.ResponseWriter, r *http.Request, d, limit time.Dura
 		defer t.Stop()
 		capped = t.C
 	}
-	done := make(chan struct{})
+	done, abandoned := make(chan struct{}), make(chan struct{})
+	defer close(abandoned)
 	go func() {
 		s.cpu.Lock()
-		time.Sleep(d) // the simulated computation
-		s.cpu.Unlock()
-		close(done)
+		defer s.cpu.Unlock()
+		t := time.NewTimer(d) // the simulated computation
+		defer t.Stop()
+		select {
+		case <-t.C:
+			close(done)
+		case <-abandoned:
+		}
 	}()
 	select {
 	case <-done:
