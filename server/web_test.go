@@ -235,6 +235,16 @@ func TestSiteNavigation(t *testing.T) {
 			t.Errorf("%s: sitetools:guide %d metas, want %s", p, len(metas), want)
 		}
 	}
+	// The relay guides are kept out of the site's index (front matter noindex), and say
+	// so to other crawlers; the other pages do not.
+	for p, want := range map[string]int{"/try-it": 1, "/de/try-it": 1, "/pricing": 0, "/de/": 0} {
+		metas := findAll(parseHTML(t, te.do(t, http.MethodGet, p, nil, nil).body), func(n *html.Node) bool {
+			return n.Data == "meta" && attr(n, "name") == "robots" && attr(n, "content") == "noindex"
+		})
+		if len(metas) != want {
+			t.Errorf("%s: %d robots noindex metas, want %d", p, len(metas), want)
+		}
+	}
 	root := parseHTML(t, te.do(t, http.MethodGet, "/pricing", nil, nil).body)
 	current := findAll(root, func(n *html.Node) bool { return attr(n, "aria-current") == "page" })
 	if len(current) != 1 || attr(current[0], "href") != "/pricing" {

@@ -51,7 +51,7 @@ type Crawler struct {
 // CrawlStats counts what Fetch did with its URLs. Each URL is counted once.
 type CrawlStats struct {
 	Pages   int // parsed and passed to fn
-	Skipped int // for good: 4xx other than 408 and 429, not HTML, over MaxBytes, disallowed by robots.txt, redirected to another host or refused by the client (see package fetch)
+	Skipped int // for good: 4xx other than 408 and 429, not HTML, over MaxBytes, disallowed by robots.txt, noindex (meta or X-Robots-Tag), redirected to another host or refused by the client (see package fetch)
 	Failed  int // possibly for now: network errors, timeouts, 408, 429, 5xx, unreadable bodies
 	// FailedURLs lists the failed URLs, sorted. An ingest should keep their
 	// pages in the index rather than treat them as gone.
@@ -296,6 +296,10 @@ func (c *Crawler) fetchOne(ctx context.Context, pageURL string, robots *crawlRob
 		res.reason = fmt.Errorf("content type %q is not HTML", ct)
 		return res
 	}
+	if headerNoIndex(resp.Header) {
+		res.reason = errNoIndex
+		return res
+	}
 	limit := c.maxBytes()
 	if resp.ContentLength > limit {
 		res.reason = fmt.Errorf("%d bytes, over the limit of %d", resp.ContentLength, limit)
@@ -321,9 +325,17 @@ func (c *Crawler) fetchOne(ctx context.Context, pageURL string, robots *crawlRob
 		}
 		return res
 	}
+	if doc.NoIndex {
+		res.reason = errNoIndex
+		return res
+	}
 	res.outcome, res.doc = crawlPage, doc
 	return res
 }
+
+// errNoIndex is why a page that asks to be left out of the index is skipped: skipped,
+// not failed, so that an ingest removes it if it was indexed before.
+var errNoIndex = errors.New("the page asks not to be indexed (noindex)")
 
 // crawlDedupe drops repeated URLs, keeping the first of each.
 func crawlDedupe(urls []string) []string {

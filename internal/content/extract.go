@@ -37,6 +37,10 @@ type Document struct {
 	Title    string
 	Lang     string    // BCP 47 primary subtag like "en", "de"; "" if unknown
 	Sections []Section // in document order; text before the first heading is a section with empty Heading
+	// NoIndex says the page asks to be left out of the index: a robots meta element
+	// with noindex or none, an X-Robots-Tag header saying so, or "noindex: true" in a
+	// Markdown page's front matter. The page is still parsed; walks do not yield it.
+	NoIndex bool
 }
 
 // PlainText is the page as its words stand: the title, then each section's heading and
@@ -69,7 +73,7 @@ var extractMarkdown = goldmark.New(
 )
 
 // ParseMarkdown parses a Markdown page with optional YAML front matter
-// (title, lang). The title falls back to the first level-1 heading. Headings
+// (title, lang, noindex). The title falls back to the first level-1 heading. Headings
 // get GitHub-style ids unless they set one with {#id}.
 func ParseMarkdown(src []byte, pageURL string) (*Document, error) {
 	if len(src) > MaxPageBytes {
@@ -109,6 +113,7 @@ func ParseMarkdown(src []byte, pageURL string) (*Document, error) {
 	if doc.Lang == "" {
 		doc.Lang = extractPrimaryLang(fm.Language)
 	}
+	doc.NoIndex = fm.NoIndex || robotsNoIndex(fm.Robots)
 	return cleanDocument(doc), nil
 }
 
@@ -116,7 +121,7 @@ func ParseMarkdown(src []byte, pageURL string) (*Document, error) {
 // when readability finds no text, from <main>, <article> or <body> minus
 // navigation, headers, footers and asides. The title comes from <title>,
 // og:title or the first h1; the language from <html lang>, a
-// content-language meta element or og:locale.
+// content-language meta element or og:locale; NoIndex from <meta name="robots">.
 func ParseHTML(src []byte, pageURL string) (*Document, error) {
 	doc, err := extractHTML(src, pageURL, "")
 	if err != nil {
@@ -144,7 +149,7 @@ func extractHTML(src []byte, pageURL, contentType string) (*Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", pageURL, err)
 	}
-	title, lang := extractHTMLMeta(root)
+	title, lang, noindex := extractHTMLMeta(root)
 	// Boilerplate goes before readability sees the page: on a short page,
 	// readability may otherwise keep a site header as content.
 	extractPrune(root, false)
@@ -176,7 +181,7 @@ func extractHTML(src []byte, pageURL, contentType string) (*Document, error) {
 		// Readability drops an h1 it takes for the title.
 		title = extractFindText(root, "h1")
 	}
-	doc.Sections, doc.Title, doc.Lang = sections, title, lang
+	doc.Sections, doc.Title, doc.Lang, doc.NoIndex = sections, title, lang, noindex
 	return cleanDocument(doc), nil
 }
 
@@ -224,7 +229,9 @@ func DocumentFromFile(root, file, baseURL string) (*Document, error) {
 
 // WalkDir calls fn for every Markdown and HTML file under root, in order of
 // their slash-separated paths. Hidden files and directories (".name") are
-// skipped, and so are symbolic links, which could lead outside root. An
+// skipped, and so are symbolic links, which could lead outside root, and
+// pages that ask not to be indexed (Document.NoIndex): an ingest then
+// removes them from the index if they were in it. An
 // error from parsing or from fn stops the walk: an ingest that silently
 // skipped a page would remove it from the index.
 func WalkDir(root, baseURL string, fn func(*Document) error) error {
@@ -314,6 +321,9 @@ func walkParsed(files []string, parse func(string) (*Document, error), fn func(*
 		<-window
 		if r.err != nil {
 			return r.err
+		}
+		if r.doc.NoIndex {
+			continue
 		}
 		if err := fn(r.doc); err != nil {
 			return err

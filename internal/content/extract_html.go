@@ -268,9 +268,10 @@ func extractAnchorID(n *html.Node) string {
 	return ""
 }
 
-// extractHTMLMeta finds a page's title in <title> or og:title, and its
-// language in <html lang>, a content-language meta element or og:locale.
-func extractHTMLMeta(root *html.Node) (title, lang string) {
+// extractHTMLMeta finds a page's title in <title> or og:title, its
+// language in <html lang>, a content-language meta element or og:locale,
+// and whether a robots meta element asks to keep it out of an index.
+func extractHTMLMeta(root *html.Node) (title, lang string, noindex bool) {
 	var titleTag, ogTitle, contentLang, ogLocale string
 	extractEach(root, func(n *html.Node) {
 		if n.Type != html.ElementNode {
@@ -295,6 +296,8 @@ func extractHTMLMeta(root *html.Node) (title, lang string) {
 			case strings.EqualFold(extractAttr(n, "http-equiv"), "content-language"),
 				strings.EqualFold(extractAttr(n, "name"), "language"):
 				contentLang = content
+			case strings.EqualFold(strings.TrimSpace(extractAttr(n, "name")), "robots"):
+				noindex = noindex || robotsNoIndex(content)
 			}
 		}
 	})
@@ -307,7 +310,7 @@ func extractHTMLMeta(root *html.Node) (title, lang string) {
 			lang = extractPrimaryLang(l)
 		}
 	}
-	return title, lang
+	return title, lang, noindex
 }
 
 // extractPrimaryLang returns the primary language subtag of a BCP 47 tag

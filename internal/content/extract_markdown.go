@@ -18,6 +18,10 @@ type extractMeta struct {
 	Title    string `yaml:"title"`
 	Lang     string `yaml:"lang"`
 	Language string `yaml:"language"`
+	// NoIndex keeps the page out of the index; Robots does the same with the words of
+	// a robots meta element ("noindex, follow").
+	NoIndex bool   `yaml:"noindex"`
+	Robots  string `yaml:"robots"`
 }
 
 // extractFrontMatter splits YAML front matter between "---" lines off the

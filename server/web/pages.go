@@ -64,7 +64,7 @@ func readPage(root, rel string) (*sourcePage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", rel, err)
 	}
-	p := &sourcePage{path: doc.Path, title: doc.Title, lang: doc.Lang, body: body, topics: frontMatterStrings(front, "topics")}
+	p := &sourcePage{path: doc.Path, title: doc.Title, lang: doc.Lang, body: body, topics: frontMatterStrings(front, "topics"), noindex: doc.NoIndex}
 	for _, sec := range doc.Sections {
 		if sec.Level == 1 && sec.Heading != "" {
 			p.heading = sec.Heading
@@ -140,6 +140,7 @@ type pageView struct {
 	Nav, Footer, Languages                              []link
 	Body                                                template.HTML
 	Contact                                             bool
+	NoIndex                                             bool     // a robots meta element keeps crawlers' indexes off the page too
 	Topics                                              []string // of the contact form
 	T                                                   map[string]string
 }
@@ -168,6 +169,7 @@ func (s *Site) render(pages []*sourcePage) error {
 			v.Lang = p.lang
 		}
 		v.Contact = path.Base(p.path) == "contact"
+		v.NoIndex = p.noindex
 		if err := s.put(s.pages, p.path, v); err != nil {
 			return err
 		}

@@ -68,6 +68,7 @@ type sourcePage struct {
 	lang    string
 	body    template.HTML
 	topics  []string // front matter "topics": the contact form's, on a contact page
+	noindex bool     // front matter "noindex": served with a robots meta element saying so
 }
 
 // Paths of the service, each with everything below it: a page can never shadow them.
