@@ -41,11 +41,14 @@ var relevanceBefore = map[string]float64{
 var relevanceRecorded = map[string]map[string]float64{
 	// The German privacy policy and the relay guides (EN, DE) took German questions' places
 	// in the first three: German 77.8 → 72.2 (local) and 88.9 → 77.8 (with synonyms).
+	// The relay guides are noindex now: German 72.2 → 77.8 (local), 77.8 → 83.3 (with
+	// synonyms); the German synonyms' verb and compound forms (kostet, barrierefreiheits…)
+	// then 83.3 → 88.9 (with synonyms).
 	"local": {
-		"original": 0.917, "paraphrase": 0.333, "german": 0.722, "typo": 1.000, "original-style": 1.000,
+		"original": 0.917, "paraphrase": 0.333, "german": 0.778, "typo": 1.000, "original-style": 1.000,
 	},
 	"local+synonyms": {
-		"original": 0.917, "paraphrase": 0.378, "german": 0.778, "typo": 1.000, "original-style": 1.000,
+		"original": 0.917, "paraphrase": 0.378, "german": 0.889, "typo": 1.000, "original-style": 1.000,
 	},
 }
 
