@@ -46,7 +46,7 @@ func newEmbedder(cfg config.Embeddings) (llm.Embedder, error) {
 	if cfg.Provider != "local" {
 		return nil, fmt.Errorf("the bench runs search with the local embedder, not %q", cfg.Provider)
 	}
-	return app.NewEmbedder(cfg, nil)
+	return app.NewEmbedder(cfg, app.ForQueries, nil)
 }
 
 // ingestDemo ingests the demo site as `sitetools ingest --dir deploy/demo/site` does.

@@ -19,21 +19,51 @@ import (
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
 
-// NewEmbedder returns the configured embedding provider.
-func NewEmbedder(cfg config.Embeddings, logger *slog.Logger) (llm.Embedder, error) {
+// EmbedderUse is what an embedder is for: a search query is one input under a short
+// deadline; ingest sends batches, and a model on a CPU may take a minute for one.
+type EmbedderUse int
+
+// The uses of an embedder.
+const (
+	ForQueries EmbedderUse = iota // EMBEDDINGS_TIMEOUT a request
+	ForIngest                     // EMBEDDINGS_INGEST_TIMEOUT a request of EMBEDDINGS_BATCH_SIZE inputs
+)
+
+// NewEmbedder returns the configured embedding provider for a use.
+func NewEmbedder(cfg config.Embeddings, use EmbedderUse, logger *slog.Logger) (llm.Embedder, error) {
 	switch cfg.Provider {
 	case "openai":
-		return llm.NewOpenAI(llm.OpenAIOptions{
+		opts := llm.OpenAIOptions{
 			BaseURL:    cfg.BaseURL,
 			APIKey:     cfg.APIKey,
 			Model:      cfg.Model,
 			Dimensions: cfg.Dimensions,
 			Timeout:    cfg.Timeout,
 			Logger:     logger,
-		})
+		}
+		if use == ForIngest {
+			opts.Timeout, opts.BatchSize = cfg.IngestTimeout, cfg.BatchSize
+		}
+		return llm.NewOpenAI(opts)
 	default:
 		return llm.NewLocal(cfg.Dimensions)
 	}
+}
+
+// NewIngester returns the ingester of the configured embeddings into db's index, each
+// embedding call recorded in the ledger.
+func NewIngester(cfg config.Embeddings, db *postgres.DB, logger *slog.Logger) (*sitesearch.Ingester, error) {
+	embedder, err := NewEmbedder(cfg, ForIngest, logger)
+	if err != nil {
+		return nil, fmt.Errorf("embeddings: %w", err)
+	}
+	return &sitesearch.Ingester{
+		Index:     postgres.NewSiteIndex(db, embedder.Dimensions()),
+		Embedder:  embedder,
+		Ledger:    budget.NewLedger(db.Pool),
+		Prefixes:  cfg.Prefixes,
+		BatchSize: cfg.BatchSize,
+	}, nil
 }
 
 // Search is search_site's machinery: the index, the embedder behind the cost guard, the
@@ -47,12 +77,14 @@ type Search struct {
 }
 
 func newSearch(ctx context.Context, cfg config.Config, db *postgres.DB, logger *slog.Logger, reg prometheus.Registerer, pm *budget.ProviderMetrics) (*Search, error) {
-	embedder, err := NewEmbedder(cfg.Embeddings, logger)
+	embedder, err := NewEmbedder(cfg.Embeddings, ForQueries, logger)
 	if err != nil {
 		return nil, fmt.Errorf("embeddings: %w", err)
 	}
 	index := postgres.NewSiteIndex(db, embedder.Dimensions())
-	if err := index.CheckModel(ctx, embedder.Model(), embedder.Dimensions()); err != nil {
+	model := sitesearch.IndexModel{Name: embedder.Model(), Dimensions: embedder.Dimensions(),
+		QueryPrefix: cfg.Embeddings.Prefixes.Query, DocumentPrefix: cfg.Embeddings.Prefixes.Document}
+	if err := index.CheckModel(ctx, model); err != nil {
 		var mismatch *sitesearch.ErrModelMismatch
 		if errors.As(err, &mismatch) {
 			return nil, err
@@ -66,7 +98,7 @@ func newSearch(ctx context.Context, cfg config.Config, db *postgres.DB, logger *
 		Ledger: budget.NewLedger(db.Pool).WithMetrics(pm),
 	}
 	s.Embedder, err = embedcache.NewQueryEmbedder(embedcache.QueryEmbedderOptions{
-		Pool: db.Pool, Embedder: embedder, Budget: s.Budget, Ledger: s.Ledger,
+		Pool: db.Pool, Embedder: embedder, QueryPrefix: cfg.Embeddings.Prefixes.Query, Budget: s.Budget, Ledger: s.Ledger,
 		PricePerMTok: cfg.Embeddings.PricePerMTok, Timeout: cfg.Embeddings.Timeout,
 		Logger: logger, Registerer: reg,
 	})

@@ -74,34 +74,78 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := db.Ready(ctx); err != nil {
 		return fmt.Errorf("database: %w", err)
 	}
-	embedder, err := app.NewEmbedder(cfg.Embeddings, logger)
+	in, err := app.NewIngester(cfg.Embeddings, db, logger)
 	if err != nil {
-		return fmt.Errorf("embeddings: %w", err)
+		return err
 	}
+	in.Reindex = *reindex
 
 	source, walk, total, err := ingestSource(ctx, *dir, *baseURL, *sitemap, *concurrency, cfg, logger)
 	if err != nil {
 		return err
 	}
 
-	in := &sitesearch.Ingester{
-		Index:    postgres.NewSiteIndex(db, embedder.Dimensions()),
-		Embedder: embedder,
-		Ledger:   budget.NewLedger(db.Pool),
-		Reindex:  *reindex,
-	}
-	if f, ok := stdout.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
-		bar := progressbar.NewOptions(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription("ingesting"),
-			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
-		in.Progress = func(st sitesearch.IngestStats) { _ = bar.Set(st.Pages) }
-		defer bar.Finish()
-	}
+	start := time.Now()
+	progress := newIngestProgress(stdout, total, start)
+	in.Progress = progress.update
 	st, err := in.Sync(ctx, source, walk)
+	progress.done()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "ingested %s (%s, %d dimensions): %s\n", source, embedder.Model(), embedder.Dimensions(), st)
+	elapsed := time.Since(start)
+	fmt.Fprintf(stdout, "ingested %s (%s, %d dimensions) in %s: %s (%s)\n", source, in.Embedder.Model(), in.Embedder.Dimensions(),
+		elapsed.Round(100*time.Millisecond), st, chunkRate(st.ChunksEmbedded, elapsed))
 	return nil
+}
+
+// ingestProgress shows how an ingest goes: a bar on a terminal, and elsewhere (a
+// container's log) a line every progressEvery, so that a slow model is seen working.
+type ingestProgress struct {
+	out   io.Writer
+	bar   *progressbar.ProgressBar // nil: not a terminal
+	total int
+	start time.Time
+	last  time.Time // of the last line written
+}
+
+const progressEvery = 10 * time.Second
+
+func newIngestProgress(out io.Writer, total int, start time.Time) *ingestProgress {
+	p := &ingestProgress{out: out, total: total, start: start, last: start}
+	if f, ok := out.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription("ingesting"),
+			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
+	}
+	return p
+}
+
+func (p *ingestProgress) update(st sitesearch.IngestStats) {
+	now := time.Now()
+	rate := chunkRate(st.ChunksEmbedded, now.Sub(p.start))
+	if p.bar != nil {
+		p.bar.Describe("ingesting, " + rate)
+		_ = p.bar.Set(st.Pages)
+		return
+	}
+	if now.Sub(p.last) >= progressEvery {
+		p.last = now
+		fmt.Fprintf(p.out, "ingesting: %d of %d pages read, %d chunks embedded (%s)\n", st.Pages, p.total, st.ChunksEmbedded, rate)
+	}
+}
+
+func (p *ingestProgress) done() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+	}
+}
+
+// chunkRate is n chunks over d, per second.
+func chunkRate(n int, d time.Duration) string {
+	if d <= 0 {
+		return "0.0 chunks/s"
+	}
+	return fmt.Sprintf("%.1f chunks/s", float64(n)/d.Seconds())
 }
 
 // ingestSource returns what ingest reads, named for the index, and how many pages it

@@ -31,8 +31,11 @@ const (
 
 // QueryEmbedderOptions configure a QueryEmbedder.
 type QueryEmbedderOptions struct {
-	Pool         *pgxpool.Pool
-	Embedder     llm.Embedder
+	Pool     *pgxpool.Pool
+	Embedder llm.Embedder
+	// QueryPrefix goes before every query sent to the model (its task prefix, e.g.
+	// "search_query: "); the cache keys it with the query.
+	QueryPrefix  string
 	Budget       *budget.Budget
 	Ledger       *budget.Ledger
 	PricePerMTok float64       // USD per million tokens, for the ledger's estimate
@@ -104,9 +107,10 @@ func Normalize(query string) string {
 	return strings.TrimFunc(strings.Join(f, " "), func(r rune) bool { return unicode.IsPunct(r) || unicode.IsSpace(r) })
 }
 
-// CacheKey is SHA-256 of model and normalised query: the text itself is never stored.
-func CacheKey(model, query string) [32]byte {
-	return sha256.Sum256([]byte(model + "\x00" + Normalize(query)))
+// CacheKey is SHA-256 of model, query prefix and normalised query: the text itself is
+// never stored.
+func CacheKey(model, prefix, query string) [32]byte {
+	return sha256.Sum256([]byte(model + "\x00" + prefix + "\x00" + Normalize(query)))
 }
 
 type embedResult struct {
@@ -117,7 +121,7 @@ type embedResult struct {
 // EmbedQuery returns the query's vector, or nil and the reason search must degrade.
 // It never fails because of the provider or the budget; err is for the database.
 func (q *QueryEmbedder) EmbedQuery(ctx context.Context, tool, query string) ([]float32, string, error) {
-	key := CacheKey(q.Model(), query)
+	key := CacheKey(q.Model(), q.opts.QueryPrefix, query)
 	if v, ok := q.cache.Get(key); ok {
 		q.hits.WithLabelValues("memory").Inc()
 		return v, "", nil
@@ -182,7 +186,7 @@ func (q *QueryEmbedder) load(ctx context.Context, key [32]byte, channel, tool, q
 		return embedResult{}, err
 	}
 	callCtx, cancel := context.WithTimeout(ctx, q.opts.Timeout)
-	out, callErr := q.opts.Embedder.Embed(callCtx, []string{query})
+	out, callErr := q.opts.Embedder.Embed(callCtx, []string{q.opts.QueryPrefix + query})
 	cancel()
 	if callErr == nil && (len(out.Vectors) != 1 || len(out.Vectors[0]) != q.opts.Embedder.Dimensions()) {
 		callErr = fmt.Errorf("provider returned %d vectors for 1 query", len(out.Vectors))

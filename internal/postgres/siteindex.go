@@ -23,28 +23,29 @@ type SiteIndex struct {
 func NewSiteIndex(db *DB, dims int) *SiteIndex { return &SiteIndex{db: db, dims: dims} }
 
 // CheckModel returns a *sitesearch.ErrModelMismatch when the index was built by another
-// model or dimension. An empty index matches anything.
-func (s *SiteIndex) CheckModel(ctx context.Context, model string, dims int) error {
-	var haveModel string
-	var haveDims int
-	err := s.db.Pool.QueryRow(ctx, `SELECT model, dimensions FROM index_meta`).Scan(&haveModel, &haveDims)
+// model, dimension or prefixes. An empty index matches anything.
+func (s *SiteIndex) CheckModel(ctx context.Context, want sitesearch.IndexModel) error {
+	var have sitesearch.IndexModel
+	err := s.db.Pool.QueryRow(ctx, `SELECT model, dimensions, query_prefix, document_prefix FROM index_meta`).
+		Scan(&have.Name, &have.Dimensions, &have.QueryPrefix, &have.DocumentPrefix)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
 	if err != nil {
 		return Wrap("postgres.SiteIndex.CheckModel", err)
 	}
-	if haveModel != model || haveDims != dims {
-		return &sitesearch.ErrModelMismatch{HaveModel: haveModel, WantModel: model, HaveDims: haveDims, WantDims: dims}
+	if have != want {
+		return &sitesearch.ErrModelMismatch{Have: have, Want: want}
 	}
 	return nil
 }
 
-// Prepare records the model and makes sure the HNSW index for the dimension exists,
-// unless the index holds no chunk yet: then Finish builds it once the first load is
-// written, as pgvector advises, which is many times faster than growing the graph row by
-// row. With reset, every page and chunk is removed first (a re-index with another model).
-func (s *SiteIndex) Prepare(ctx context.Context, model string, dims int, reset bool) error {
+// Prepare makes sure the HNSW index for the dimension exists, unless the index holds no
+// chunk yet: then Finish builds it once the first load is written, as pgvector advises,
+// which is many times faster than growing the graph row by row. With reset, every page,
+// chunk and the model record are removed first (a re-index with another model). The model
+// is recorded by PutPage, with the first page of it.
+func (s *SiteIndex) Prepare(ctx context.Context, dims int, reset bool) error {
 	tx, err := s.db.Pool.Begin(ctx)
 	if err != nil {
 		return Wrap("postgres.SiteIndex.Prepare", err)
@@ -54,11 +55,6 @@ func (s *SiteIndex) Prepare(ctx context.Context, model string, dims int, reset b
 		if err := dropIndex(ctx, tx); err != nil {
 			return Wrap("postgres.SiteIndex.Prepare", err)
 		}
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO index_meta (model, dimensions) VALUES ($1, $2)
-		ON CONFLICT (singleton) DO UPDATE SET updated_at = now()
-		WHERE index_meta.model = EXCLUDED.model AND index_meta.dimensions = EXCLUDED.dimensions`, model, dims); err != nil {
-		return Wrap("postgres.SiteIndex.Prepare", err)
 	}
 	var empty bool
 	if err := tx.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM chunks)`).Scan(&empty); err != nil {

@@ -29,11 +29,18 @@ func (s *SiteIndex) PageStates(ctx context.Context) (map[string]sitesearch.PageS
 	return out, Wrap("postgres.SiteIndex.PageStates", rows.Err())
 }
 
-// PutPage stores a page and replaces its chunks, all or nothing, in one round trip: the
-// statements of a batch run in one implicit transaction. (A batch, not COPY: regconfig
-// has no binary input from text.)
-func (s *SiteIndex) PutPage(ctx context.Context, p sitesearch.PageRecord, chunks []sitesearch.ChunkRecord) error {
+// PutPage stores a page, replaces its chunks and records the index's model, all or
+// nothing, in one round trip: the statements of a batch run in one implicit transaction.
+// So a first ingest that fails before its first page leaves no model behind. (A batch,
+// not COPY: regconfig has no binary input from text.)
+func (s *SiteIndex) PutPage(ctx context.Context, m sitesearch.IndexModel, p sitesearch.PageRecord, chunks []sitesearch.ChunkRecord) error {
 	batch := &pgx.Batch{}
+	// The record is never replaced by another model's (CheckModel ran first), only
+	// touched.
+	batch.Queue(`INSERT INTO index_meta (model, dimensions, query_prefix, document_prefix) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (singleton) DO UPDATE SET updated_at = now()
+		WHERE index_meta.model = EXCLUDED.model AND index_meta.dimensions = EXCLUDED.dimensions
+			AND index_meta.query_prefix = EXCLUDED.query_prefix AND index_meta.document_prefix = EXCLUDED.document_prefix`, m.Name, m.Dimensions, m.QueryPrefix, m.DocumentPrefix)
 	batch.Queue(`INSERT INTO pages (url, path, title, lang, body, content_hash, source) VALUES ($1, $2, $3, $4, $5, $6, $7)
 		ON CONFLICT (url) DO UPDATE SET path = EXCLUDED.path, title = EXCLUDED.title, lang = EXCLUDED.lang, body = EXCLUDED.body,
 			content_hash = EXCLUDED.content_hash, source = EXCLUDED.source, updated_at = now()`,

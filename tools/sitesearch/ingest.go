@@ -19,13 +19,22 @@ type Ingester struct {
 	Embedder llm.Embedder
 	Ledger   *budget.Ledger // nil: embedding calls are not recorded
 	Chunking content.ChunkOptions
-	// BatchSize is how many chunks one embedding request carries (default 64). Pages
-	// share requests: every request of a run but its last is full.
+	// Prefixes are the model's task prefixes: the document prefix goes before every
+	// chunk embedded; both are recorded with the model, for search to match.
+	Prefixes llm.Prefixes
+	// BatchSize is how many chunks one embedding call carries (default 32). Pages share
+	// calls: every call of a run but its last is full.
 	BatchSize int
 	// Reindex drops the whole index first: needed to change model or dimension.
 	Reindex bool
-	// Progress is told about every page (nil: nothing).
+	// Progress is told about every page and every embedding call (nil: nothing).
 	Progress func(IngestStats)
+}
+
+// Model is what the ingester's vectors are made with, as the index records it.
+func (in *Ingester) Model() IndexModel {
+	return IndexModel{Name: in.Embedder.Model(), Dimensions: in.Embedder.Dimensions(),
+		QueryPrefix: in.Prefixes.Query, DocumentPrefix: in.Prefixes.Document}
 }
 
 // IngestStats counts what one run did.
@@ -55,13 +64,13 @@ type Walk func(fn func(*content.Document) error) (failed []string, err error)
 // pages of source that walk neither yielded nor failed to fetch.
 func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestStats, error) {
 	var st IngestStats
-	model, dims := in.Embedder.Model(), in.Embedder.Dimensions()
+	model := in.Model()
 	if !in.Reindex {
-		if err := in.Index.CheckModel(ctx, model, dims); err != nil {
+		if err := in.Index.CheckModel(ctx, model); err != nil {
 			return st, err
 		}
 	}
-	if err := in.Index.Prepare(ctx, model, dims, in.Reindex); err != nil {
+	if err := in.Index.Prepare(ctx, model.Dimensions, in.Reindex); err != nil {
 		return st, err
 	}
 	// One query for what the index holds, rather than one a page: an unchanged page then
@@ -105,7 +114,7 @@ func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestS
 	if st.Removed, err = in.Index.RemoveOthers(ctx, source, urls); err != nil {
 		return st, fmt.Errorf("sitesearch.Sync: %w", err)
 	}
-	if err := in.Index.Finish(ctx, dims); err != nil {
+	if err := in.Index.Finish(ctx, model.Dimensions); err != nil {
 		return st, fmt.Errorf("sitesearch.Sync: %w", err)
 	}
 	// The words typo correction knows follow the pages; an unchanged site costs nothing.
@@ -126,8 +135,10 @@ func contextLine(doc *content.Document, c content.Chunk) string {
 	return doc.Title + " — " + c.Heading
 }
 
-func embeddingText(doc *content.Document, c content.Chunk) string {
-	return contextLine(doc, c) + "\n\n" + c.Text
+// embeddingText is what the model embeds for a chunk: its document prefix, the context
+// line and the text.
+func embeddingText(prefix string, doc *content.Document, c content.Chunk) string {
+	return prefix + contextLine(doc, c) + "\n\n" + c.Text
 }
 
 // pageBody is the page's indexed text as get_page returns it.

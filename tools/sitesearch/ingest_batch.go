@@ -49,10 +49,10 @@ type pendingPage struct {
 // newBatcher starts the writer of one Sync, which close stops; fresh says the index held
 // no page when the run began.
 func newBatcher(ctx context.Context, in *Ingester, source string, st *IngestStats, fresh bool) *batcher {
-	b := &batcher{in: in, source: source, st: st, size: in.BatchSize, opts: in.Chunking, w: startWriter(ctx, in.Index),
+	b := &batcher{in: in, source: source, st: st, size: in.BatchSize, opts: in.Chunking, w: startWriter(ctx, in.Index, in.Model()),
 		waiting: map[string][]chunkRef{}, fresh: fresh, written: map[string]bool{}}
 	if b.size <= 0 {
-		b.size = 64
+		b.size = 32
 	}
 	if b.opts.Count == nil {
 		b.opts.Count = llm.CountTokens
@@ -106,7 +106,7 @@ func (b *batcher) add(ctx context.Context, doc *content.Document, have PageState
 			b.st.ChunksReused++ // the same text is on its way already
 			continue
 		}
-		b.queue = append(b.queue, queuedChunk{c.Hash, embeddingText(doc, c)})
+		b.queue = append(b.queue, queuedChunk{c.Hash, embeddingText(b.in.Prefixes.Document, doc, c)})
 	}
 	if p.missing == 0 {
 		return b.store(p)
@@ -168,7 +168,11 @@ func (b *batcher) embed(ctx context.Context, n int) error {
 		texts[i] = q.text
 	}
 	res, err := b.in.Embedder.Embed(ctx, texts)
-	b.st.EmbedCalls++
+	if err == nil {
+		b.st.EmbedCalls += max(res.Requests, 1)
+	} else {
+		b.st.EmbedCalls++
+	}
 	if b.in.Ledger != nil {
 		e := budget.Entry{Kind: "embedding", Channel: "ingest", Tool: "ingest", Model: b.in.Embedder.Model(), Outcome: "ok"}
 		if err != nil {
@@ -188,6 +192,9 @@ func (b *batcher) embed(ctx context.Context, n int) error {
 	}
 	b.st.Tokens += res.Tokens
 	b.st.ChunksEmbedded += n
+	if b.in.Progress != nil {
+		b.in.Progress(*b.st)
+	}
 	var ready []*pendingPage
 	for i, q := range next {
 		for _, r := range b.waiting[q.hash] {

@@ -15,6 +15,7 @@ const writeAhead = 32
 // was on its way.
 type writer struct {
 	index Index
+	model IndexModel
 	pages chan *pendingPage
 	done  chan struct{}
 
@@ -28,8 +29,8 @@ type inflightVector struct {
 	pages int // how many pages in flight hold it
 }
 
-func startWriter(ctx context.Context, index Index) *writer {
-	w := &writer{index: index, pages: make(chan *pendingPage, writeAhead), done: make(chan struct{}), inflight: map[string]inflightVector{}}
+func startWriter(ctx context.Context, index Index, model IndexModel) *writer {
+	w := &writer{index: index, model: model, pages: make(chan *pendingPage, writeAhead), done: make(chan struct{}), inflight: map[string]inflightVector{}}
 	go w.run(ctx)
 	return w
 }
@@ -39,7 +40,7 @@ func (w *writer) run(ctx context.Context) {
 	for p := range w.pages {
 		var err error
 		if w.failed() == nil {
-			if err = w.index.PutPage(ctx, p.page, p.records); err != nil {
+			if err = w.index.PutPage(ctx, w.model, p.page, p.records); err != nil {
 				err = fmt.Errorf("%s: %w", p.page.Path, err)
 			}
 		}

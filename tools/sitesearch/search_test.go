@@ -368,11 +368,11 @@ func TestModelMismatchIsRefused(t *testing.T) {
 	e := newSearchEnv(t, envOptions{local: true})
 	other, _ := llm.NewLocal(256)
 	store := postgres.NewSiteIndex(e.db, 256)
-	err := store.CheckModel(context.Background(), other.Model(), other.Dimensions())
+	in := &sitesearch.Ingester{Index: store, Embedder: other}
+	err := store.CheckModel(context.Background(), in.Model())
 	if err == nil || !strings.Contains(err.Error(), "--reindex") {
 		t.Fatalf("CheckModel = %v", err)
 	}
-	in := &sitesearch.Ingester{Index: store, Embedder: other}
 	if _, err := in.Sync(context.Background(), "dir:demo", walkDemo); err == nil {
 		t.Fatal("ingest with another dimension was not refused")
 	}
@@ -380,8 +380,18 @@ func TestModelMismatchIsRefused(t *testing.T) {
 	if _, err := in.Sync(context.Background(), "dir:demo", walkDemo); err != nil {
 		t.Fatalf("reindex: %v", err)
 	}
-	if err := store.CheckModel(context.Background(), other.Model(), 256); err != nil {
+	if err := store.CheckModel(context.Background(), in.Model()); err != nil {
 		t.Fatalf("after reindex: %v", err)
+	}
+	// The same model with other task prefixes is another index too.
+	prefixed := *in
+	prefixed.Reindex, prefixed.Prefixes = false, llm.Prefixes{Query: "query: ", Document: "passage: "}
+	err = store.CheckModel(context.Background(), prefixed.Model())
+	if err == nil || !strings.Contains(err.Error(), "EMBEDDINGS_DOCUMENT_PREFIX") || !strings.Contains(err.Error(), "--reindex") {
+		t.Fatalf("CheckModel with other prefixes = %v", err)
+	}
+	if _, err := prefixed.Sync(context.Background(), "dir:demo", walkDemo); err == nil {
+		t.Fatal("ingest with other prefixes was not refused")
 	}
 }
 

@@ -11,11 +11,12 @@ import (
 // of its own while it reads the next ones.
 type Index interface {
 	// CheckModel returns an *ErrModelMismatch when the index holds vectors of another
-	// model or dimension; an empty index matches anything.
-	CheckModel(ctx context.Context, model string, dims int) error
-	// Prepare records the model; with reset, it empties the index first. A store may
-	// defer building what searches need until Finish (a first load is faster without).
-	Prepare(ctx context.Context, model string, dims int, reset bool) error
+	// model, dimension or prefixes; an empty index matches anything.
+	CheckModel(ctx context.Context, m IndexModel) error
+	// Prepare readies the index for vectors of dims dimensions; with reset, it empties
+	// the index and forgets its model first. A store may defer building what searches need
+	// until Finish (a first load is faster without).
+	Prepare(ctx context.Context, dims int, reset bool) error
 	// Finish builds what Prepare deferred, once the pages are written.
 	Finish(ctx context.Context, dims int) error
 	// Search returns up to q.Limit pages, best first, one hit (its best chunk) a page.
@@ -34,8 +35,9 @@ type Index interface {
 	RebuildVocabulary(ctx context.Context) error
 	// StoredVectors returns the embedding held for each of the content hashes it knows.
 	StoredVectors(ctx context.Context, hashes []string) (map[string][]float32, error)
-	// PutPage stores a page and replaces its chunks, all or nothing.
-	PutPage(ctx context.Context, p PageRecord, chunks []ChunkRecord) error
+	// PutPage stores a page and replaces its chunks, and records m as the index's model,
+	// all or nothing: an index never holds a model without a page of it, or the reverse.
+	PutPage(ctx context.Context, m IndexModel, p PageRecord, chunks []ChunkRecord) error
 	// RemoveOthers removes the pages of source not in keep and returns how many.
 	RemoveOthers(ctx context.Context, source string, keep []string) (int, error)
 }
@@ -60,16 +62,37 @@ type ChunkRecord struct {
 	Vector                  []float32
 }
 
-// ErrModelMismatch means the index holds vectors of another model or dimension.
+// IndexModel is what made an index's vectors: the model, their dimension and the task
+// prefixes put before queries and documents. Vectors made otherwise cannot be compared
+// with them.
+type IndexModel struct {
+	Name           string
+	Dimensions     int
+	QueryPrefix    string
+	DocumentPrefix string
+}
+
+func (m IndexModel) String() string {
+	s := fmt.Sprintf("%s (%d dimensions", m.Name, m.Dimensions)
+	if m.QueryPrefix != "" || m.DocumentPrefix != "" {
+		s += fmt.Sprintf(", query prefix %q, document prefix %q", m.QueryPrefix, m.DocumentPrefix)
+	}
+	return s + ")"
+}
+
+// ErrModelMismatch means the index holds vectors of another model, dimension or prefixes.
 type ErrModelMismatch struct {
-	HaveModel, WantModel string
-	HaveDims, WantDims   int
+	Have, Want IndexModel
 }
 
 func (e *ErrModelMismatch) Error() string {
-	return fmt.Sprintf("the search index holds embeddings of %s (%d dimensions), but this configuration uses %s (%d dimensions); "+
-		"vectors of two models cannot be mixed: re-ingest the site with `sitetools ingest --reindex ...`, or configure the model the index was built with",
-		e.HaveModel, e.HaveDims, e.WantModel, e.WantDims)
+	what := "the model"
+	if e.Have.Name == e.Want.Name && e.Have.Dimensions == e.Want.Dimensions {
+		what = "the task prefixes (EMBEDDINGS_QUERY_PREFIX, EMBEDDINGS_DOCUMENT_PREFIX)"
+	}
+	return fmt.Sprintf("the search index holds embeddings of %s, but this configuration uses %s; "+
+		"vectors made otherwise cannot be compared: re-ingest the site with `sitetools ingest --reindex ...` to change %s, or configure what the index was built with",
+		e.Have, e.Want, what)
 }
 
 // Hit is one search result: the best chunk of one page.
