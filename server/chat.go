@@ -25,8 +25,9 @@ const heartbeatEvery = 15 * time.Second
 
 // chatTurn handles POST /api/chat: one turn of the site chat, streamed as server-sent
 // events. The request is {"conversationId": "…", "messages": [{"role", "content"}],
-// "consent": true}: the whole transcript, from the visitor's browser; nothing is kept
-// here. Until the stream starts, failures are HTTP errors in the one error shape: a bad
+// "consent": true, "lang": "de"}: the whole transcript, from the visitor's browser;
+// nothing is kept here. The texts the server writes itself are in the visitor's language
+// (see chatLanguage), which the response's Content-Language names. Until the stream starts, failures are HTTP errors in the one error shape: a bad
 // body (400 malformed_request), no consent (403 consent_required), a transcript over
 // the caps (400 query_too_long, details pointing at /messages or /messages/N/content),
 // 413, 415, 429. Then every event is "event: <name>\ndata: <json>\n\n" (see package
@@ -41,10 +42,11 @@ func (a *App) chatTurn(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	msgs, err := parseChatBody(body, a.cfg.Chat)
+	msgs, lang, err := parseChatBody(body, a.cfg.Chat)
 	if err != nil {
 		return err
 	}
+	lang = chatLanguage(lang, req.Header.Get("Accept-Language"))
 	client := c.RealIP()
 	if ok, wait := a.limiter.Allow(client); !ok {
 		return &tools.Error{Code: tools.CodeRateLimited, Message: "too many chat messages; retry after the time in Retry-After",
@@ -61,6 +63,8 @@ func (a *App) chatTurn(c echo.Context) error {
 	h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	h.Set("Content-Language", lang)
+	h.Add("Vary", "Accept-Language")
 	c.Response().WriteHeader(http.StatusOK)
 	stream := &sseStream{w: c.Response()}
 	if err := stream.flush(); err != nil {
@@ -70,7 +74,7 @@ func (a *App) chatTurn(c echo.Context) error {
 	defer stop()
 
 	ctx := req.Context()
-	err = a.chat.Run(ctx, assistant.Turn{Messages: msgs, Client: client}, func(e assistant.Event) error {
+	err = a.chat.Run(ctx, assistant.Turn{Messages: msgs, Client: client, Lang: lang}, func(e assistant.Event) error {
 		if done, ok := e.Data.(assistant.Done); ok {
 			a.metrics.chatAnswers.WithLabelValues(done.Mode, done.Reason).Inc()
 		}
@@ -79,8 +83,7 @@ func (a *App) chatTurn(c echo.Context) error {
 	if err != nil && ctx.Err() == nil && !stream.broken() {
 		a.metrics.chatAnswers.WithLabelValues("error", "internal").Inc()
 		a.logger.Error("chat turn failed", "err", err.Error())
-		public := tools.Internal(err).Public()
-		_ = stream.send(assistant.EventError, assistant.Error{Code: public.Code, Message: public.Message})
+		_ = stream.send(assistant.EventError, assistant.Error{Code: tools.CodeInternal, Message: assistant.InternalError(lang)})
 	}
 	return nil
 }
@@ -95,6 +98,7 @@ type chatBody struct {
 	ConversationID *string           `json:"conversationId"`
 	Messages       []chatMessageBody `json:"messages"`
 	Consent        *bool             `json:"consent"`
+	Lang           *string           `json:"lang"`
 }
 
 type chatMessageBody struct {
@@ -112,7 +116,7 @@ func unexpectedField(body []byte) (string, bool) {
 	}
 	for k := range top {
 		switch k {
-		case "conversationId", "messages", "consent":
+		case "conversationId", "messages", "consent", "lang":
 		default:
 			return k, false
 		}
@@ -132,7 +136,7 @@ func unexpectedField(body []byte) (string, bool) {
 }
 
 // chatBodyShape is what a chat request looks like, for error messages.
-const chatBodyShape = `{"conversationId": "…", "messages": [{"role": "user", "content": "…"}], "consent": true}`
+const chatBodyShape = `{"conversationId": "…", "messages": [{"role": "user", "content": "…"}], "consent": true, "lang": "en"}`
 
 func malformedChat(format string, args ...any) error {
 	return tools.Errorf(tools.CodeMalformedRequest, format, args...)
@@ -140,21 +144,22 @@ func malformedChat(format string, args ...any) error {
 
 // parseChatBody reads a chat request in the order its checks are documented: the shape,
 // the messages, the visitor's consent, then the cost guard's caps. It returns the
-// messages for the model, without empty ones.
-func parseChatBody(body []byte, caps config.Chat) ([]assistant.Message, error) {
+// messages for the model, without empty ones, and the language the request names ("" for
+// none).
+func parseChatBody(body []byte, caps config.Chat) ([]assistant.Message, string, error) {
 	b, err := decodeChatBody(body)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := checkChatMessages(b); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	// Consent before anything else is looked at: without it nothing reaches a tool or model.
 	if b.Consent == nil || !*b.Consent {
-		return nil, tools.Errorf(CodeConsentRequired, `the chat needs the visitor's consent to its privacy notice: send "consent": true once they gave it`)
+		return nil, "", tools.Errorf(CodeConsentRequired, `the chat needs the visitor's consent to its privacy notice: send "consent": true once they gave it`)
 	}
 	if err := checkChatCaps(b, caps); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	msgs := make([]assistant.Message, 0, len(b.Messages))
 	for _, m := range b.Messages {
@@ -163,7 +168,11 @@ func parseChatBody(body []byte, caps config.Chat) ([]assistant.Message, error) {
 		}
 		msgs = append(msgs, assistant.Message{Role: *m.Role, Content: *m.Content})
 	}
-	return msgs, nil
+	var lang string
+	if b.Lang != nil {
+		lang = *b.Lang
+	}
+	return msgs, lang, nil
 }
 
 // decodeChatBody decodes the body strictly: one JSON object, known fields only, spelled
@@ -179,7 +188,7 @@ func decodeChatBody(body []byte) (*chatBody, error) {
 	// Field names match exactly, as on every endpoint (encoding/json alone would
 	// accept "MESSAGES").
 	if field, ok := unexpectedField(trimmed); !ok {
-		return nil, malformedChat("unknown field %q: only conversationId, messages and consent are allowed, and role and content in a message", tools.Truncate(field, 64))
+		return nil, malformedChat("unknown field %q: only conversationId, messages, consent and lang are allowed, and role and content in a message", tools.Truncate(field, 64))
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
@@ -190,7 +199,7 @@ func decodeChatBody(body []byte) (*chatBody, error) {
 		case errors.As(err, &typeErr):
 			return nil, malformedChat("%q has the wrong type: want %s", tools.Truncate(typeErr.Field, 64), typeName(typeErr.Type.Kind().String()))
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return nil, malformedChat("unknown field %s: only conversationId, messages and consent are allowed, and role and content in a message",
+			return nil, malformedChat("unknown field %s: only conversationId, messages, consent and lang are allowed, and role and content in a message",
 				tools.Truncate(strings.TrimPrefix(err.Error(), "json: unknown field "), 64))
 		}
 		return nil, malformedChat("request body does not have the shape %s", chatBodyShape)

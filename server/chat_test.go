@@ -228,6 +228,7 @@ func TestChatErrors(t *testing.T) {
 		{name: "field names in another case", body: `{"MESSAGES":[{"role":"user","content":"hi"}],"consent":true}`, wantStatus: 400, wantCode: "malformed_request", wantMessage: `unknown field "MESSAGES"`},
 		{name: "message field in another case", body: `{"messages":[{"Role":"user","content":"hi"}],"consent":true}`, wantStatus: 400, wantCode: "malformed_request", wantMessage: `unknown field "Role"`},
 		{name: "wrong type", body: `{"messages":"hi","consent":true}`, wantStatus: 400, wantCode: "malformed_request", wantMessage: `"messages" has the wrong type`},
+		{name: "lang not a string", body: `{"messages":[{"role":"user","content":"hi"}],"consent":true,"lang":5}`, wantStatus: 400, wantCode: "malformed_request", wantMessage: `"lang" has the wrong type`},
 		{name: "consent not a boolean", body: `{"messages":[{"role":"user","content":"hi"}],"consent":"yes"}`, wantStatus: 400, wantCode: "malformed_request", wantMessage: `"consent" has the wrong type`},
 		{name: "no messages", body: `{"consent":true}`, wantStatus: 400, wantCode: "malformed_request", wantMessage: `"messages" is required`},
 		{name: "empty messages", body: `{"messages":[],"consent":true}`, wantStatus: 400, wantCode: "malformed_request", wantMessage: "must be the visitor's"},
@@ -331,6 +332,57 @@ func TestChatWithoutProvider(t *testing.T) {
 	}
 	if got := string(events[len(events)-1].Data); !strings.Contains(got, `"reason":"llm_not_configured"`) {
 		t.Errorf("message.done %s", got)
+	}
+}
+
+// TestChatLanguage: the texts the server writes are in the request's "lang", else in the
+// best language of Accept-Language, else English; the response names it in
+// Content-Language. A language the server has no words in is passed over, never refused.
+func TestChatLanguage(t *testing.T) {
+	ce := newChatEnv(t, nil, false)
+	for _, tc := range []struct {
+		name, lang, acceptLanguage string
+		want, wantIntro            string
+	}{
+		{name: "lang de", lang: `"de"`, want: "de", wantIntro: "Dies ist ein Suchergebnis, keine formulierte Antwort:"},
+		{name: "lang de-AT over Accept-Language en", lang: `"de-AT"`, acceptLanguage: "en-US,en;q=0.9", want: "de", wantIntro: "Dies ist ein Suchergebnis"},
+		{name: "lang en over Accept-Language de", lang: `"en"`, acceptLanguage: "de-DE,de;q=0.9", want: "en", wantIntro: "This is a search result, not a written answer:"},
+		{name: "Accept-Language alone", acceptLanguage: "fr-FR,fr;q=0.9,de;q=0.8,en;q=0.5", want: "de", wantIntro: "Dies ist ein Suchergebnis"},
+		{name: "an unknown lang, no header", lang: `"fr"`, want: "en", wantIntro: "This is a search result"},
+		{name: "not a tag", lang: `"<script>"`, want: "en", wantIntro: "This is a search result"},
+		{name: "null", lang: `null`, acceptLanguage: "de", want: "de", wantIntro: "Dies ist ein Suchergebnis"},
+		{name: "nothing", want: "en", wantIntro: "This is a search result"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := `{"messages":[{"role":"user","content":"Was kostet ein Barrierefreiheits-Audit?"}],"consent":true`
+			if tc.lang != "" {
+				body += `,"lang":` + tc.lang
+			}
+			body += "}"
+			req, err := http.NewRequest(http.MethodPost, ce.Srv.URL+"/api/chat", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			if tc.acceptLanguage != "" {
+				req.Header.Set("Accept-Language", tc.acceptLanguage)
+			}
+			resp, err := ce.Srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b, _ := io.ReadAll(resp.Body)
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			if got := resp.Header.Get("Content-Language"); got != tc.want {
+				t.Errorf("Content-Language %q, want %q", got, tc.want)
+			}
+			if text := eventText(t, readEvents(t, resp.Body)); !strings.HasPrefix(text, tc.wantIntro) {
+				t.Errorf("answer begins %q, want %q", text[:min(len(text), 60)], tc.wantIntro)
+			}
+		})
 	}
 }
 

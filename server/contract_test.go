@@ -463,6 +463,35 @@ func TestContract(t *testing.T) {
 					t.Errorf("sources %s", got)
 				}
 			})},
+		{name: "chat turn in German (lang)", srv: chatSrv, method: "POST", path: "/api/chat", header: jsonCT,
+			body: `{"messages":[{"role":"user","content":"Wann habt ihr geöffnet?"}],"consent":true,"lang":"de"}`, status: 200,
+			check: func(t *testing.T, res *http.Response, body []byte) {
+				hasHeader("Content-Language", "de")(t, res, body)
+				chatStream(doc, func(t *testing.T, events []sseEvent) {
+					if text := eventText(t, events); !strings.HasPrefix(text, "Dies ist ein Suchergebnis") {
+						t.Errorf("answer %q", text)
+					}
+				})(t, res, body)
+			}},
+		{name: "chat turn that finds nothing, in German (Accept-Language), an unknown lang passed over", srv: chatSrv, method: "POST", path: "/api/chat",
+			header: with(jsonCT, "Accept-Language", "de-CH, en;q=0.5"),
+			body:   `{"messages":[{"role":"user","content":"nothing"}],"consent":true,"lang":"tlh"}`, status: 200,
+			check: func(t *testing.T, res *http.Response, body []byte) {
+				hasHeader("Content-Language", "de")(t, res, body)
+				chatStream(doc, func(t *testing.T, events []sseEvent) {
+					if text := eventText(t, events); !strings.Contains(text, "Keine Seite dieser Website passt zu Ihrer Frage") {
+						t.Errorf("answer %q", text)
+					}
+				})(t, res, body)
+			}},
+		{name: "chat turn whose search is down, in German", srv: chatSrv, method: "POST", path: "/api/chat", header: jsonCT,
+			body: `{"messages":[{"role":"user","content":"down"}],"consent":true,"lang":"de"}`, status: 200,
+			check: chatStream(doc, func(t *testing.T, events []sseEvent) {
+				streamError("unavailable")(t, events)
+				if got := string(events[len(events)-1].Data); !strings.Contains(got, "Die Suche ist gerade nicht verfügbar") {
+					t.Errorf("error event %s", got)
+				}
+			})},
 		{name: "chat turn whose search is down", srv: chatSrv, method: "POST", path: "/api/chat", header: jsonCT,
 			body: chatBody(true, "down"), status: 200, check: chatStream(doc, streamError("unavailable"))},
 		{name: "chat turn whose search is over the rate limit", srv: chatLimitedSrv, method: "POST", path: "/api/chat", header: jsonCT,

@@ -125,11 +125,14 @@ type Message struct {
 	Content string
 }
 
-// Turn is one chat request: the transcript, whose last message is the visitor's, and
-// who asks.
+// Turn is one chat request: the transcript, whose last message is the visitor's, who
+// asks, and in which language.
 type Turn struct {
 	Messages []Message
 	Client   string // rate-limit key (the client address); never logged
+	// Lang is the visitor's language (a BCP 47 tag), for the texts the server writes
+	// itself; one that is not among Languages means DefaultLanguage.
+	Lang string
 }
 
 // Run answers turn, sending its events to emit (called from one goroutine at a time).
@@ -140,7 +143,8 @@ func (a *Assistant) Run(ctx context.Context, turn Turn, emit func(Event) error) 
 	if n := len(turn.Messages); n == 0 || turn.Messages[n-1].Role != RoleUser {
 		return errors.New("assistant.Run: the last message must be the visitor's")
 	}
-	t := &turnState{a: a, emitFn: emit, req: tools.Request{Channel: tools.ChannelChat, Client: turn.Client}, seen: map[string]bool{}}
+	t := &turnState{a: a, emitFn: emit, req: tools.Request{Channel: tools.ChannelChat, Client: turn.Client}, seen: map[string]bool{},
+		words: wordsFor(turn.Lang)}
 	if a.opts.Provider == nil {
 		return t.retrieve(ctx, turn, ReasonNotConfigured)
 	}
@@ -149,8 +153,9 @@ func (a *Assistant) Run(ctx context.Context, turn Turn, emit func(Event) error) 
 
 // turnState is one turn in progress.
 type turnState struct {
-	a   *Assistant
-	req tools.Request
+	a     *Assistant
+	req   tools.Request
+	words *words // the visitor's language
 
 	mu       sync.Mutex // guards what follows; tool calls run in parallel
 	emitFn   func(Event) error
@@ -199,7 +204,7 @@ func (t *turnState) finish(mode, reason string) error {
 	streamed := t.streamed
 	t.mu.Unlock()
 	if !streamed {
-		if err := t.delta("I could not find an answer to that. Try asking in other words, or use the site's contact page."); err != nil {
+		if err := t.delta(t.words.noAnswer); err != nil {
 			return err
 		}
 	}
@@ -272,12 +277,12 @@ func (t *turnState) converse(ctx context.Context, turn Turn) error {
 // modelFailed ends a turn whose model sent an invalid tool request twice.
 func (t *turnState) modelFailed(round int) error {
 	t.a.opts.Logger.Warn("chat model sent an invalid tool request twice", "tool_mode", t.a.opts.ToolMode, "round", round)
-	return t.fail(CodeModelError, "The assistant could not look that up. Please try again or ask in other words.")
+	return t.fail(CodeModelError, t.words.modelFailed)
 }
 
 // stopAtBound ends a turn whose model still wants tools after the last round.
 func (t *turnState) stopAtBound() error {
-	if err := t.delta(fmt.Sprintf("\n\n(I stopped looking things up after %d rounds. If this does not answer your question, please ask something narrower.)", t.a.opts.MaxToolRounds)); err != nil {
+	if err := t.delta(t.words.stoppedAfter(t.a.opts.MaxToolRounds)); err != nil {
 		return err
 	}
 	return t.finish(ModeLLM, ReasonMaxToolRounds)
@@ -306,5 +311,5 @@ func (t *turnState) providerFailed(ctx context.Context, turn Turn, round int, er
 	if !streamed {
 		return t.retrieve(ctx, turn, reason)
 	}
-	return t.fail(tools.CodeUnavailable, "The assistant stopped answering. Please try again shortly.")
+	return t.fail(tools.CodeUnavailable, t.words.stoppedAnswer)
 }

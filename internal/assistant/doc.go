@@ -87,6 +87,14 @@
 // saying plainly that this is a search result, then sources and message.done with mode
 // "retrieval".
 //
+// # The visitor's language
+//
+// Everything the server writes itself — the frame of a retrieval-only answer, its notes,
+// the messages of error events — is in the turn's language (Turn.Lang) when the server
+// has its words in it (Languages: English and German), and in English otherwise. A
+// language is one entry of the table in words.go. The model's own answer follows the
+// visitor's language by the persona's rule.
+//
 // # Events
 //
 //	message.delta {"text"}

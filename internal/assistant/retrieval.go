@@ -15,12 +15,6 @@ import (
 // retrievalLimit is how many pages a retrieval-only answer lists.
 const retrievalLimit = 5
 
-var retrievalIntro = map[string]string{
-	ReasonNotConfigured:   "This is a search result, not a written answer: the pages of this site that best match your question.",
-	ReasonBudgetExhausted: "The assistant has reached its limit for today, so this is a search result, not a written answer: the pages of this site that best match your question.",
-	ReasonUnavailable:     "The assistant is not available right now, so this is a search result, not a written answer: the pages of this site that best match your question.",
-}
-
 // searchHit is one result of a tool with tools.CapabilitySiteSearch.
 type searchHit struct {
 	Title   string `json:"title"`
@@ -35,20 +29,20 @@ type searchHit struct {
 func (t *turnState) retrieve(ctx context.Context, turn Turn, reason string) error {
 	search, ok := t.a.opts.Registry.WithCapability(tools.CapabilitySiteSearch)
 	if !ok {
-		return t.say(reason, "The assistant is not available right now, and this site has no search to offer instead. Please use the site's contact page.")
+		return t.say(reason, t.words.noSearch)
 	}
 	query := t.a.searchQuery(search, turn.Messages[len(turn.Messages)-1].Content)
 	if query == "" {
-		return t.say(reason, "This is a search result, not a written answer, and your message has nothing to search for. Try asking in words.")
+		return t.say(reason, t.words.nothingToFind)
 	}
 	hits, err := t.search(ctx, search.Name, query)
 	if err != nil || hits == nil {
 		return err
 	}
 	if len(hits) == 0 {
-		return t.say(reason, "This is a search result, not a written answer: no page of this site matches your question. Try other words, or use the site's contact page.")
+		return t.say(reason, t.words.noMatch)
 	}
-	if err := t.delta(retrievalIntro[reason] + "\n\n"); err != nil {
+	if err := t.delta(t.words.retrievalIntro[reason] + "\n\n"); err != nil {
 		return err
 	}
 	for i, h := range hits {
@@ -99,11 +93,11 @@ func (t *turnState) search(ctx context.Context, tool, query string) ([]searchHit
 		e := tools.AsError(callErr)
 		switch e.Code {
 		case tools.CodeRateLimited:
-			return nil, t.fail(tools.CodeRateLimited, "Too many requests; please wait a moment and try again.")
+			return nil, t.fail(tools.CodeRateLimited, t.words.rateLimited)
 		case tools.CodeInternal:
 			t.a.opts.Logger.Error("tool call failed", "tool", tool, "channel", "chat", "err", e.Error())
 		}
-		return nil, t.fail(tools.CodeUnavailable, "Search is not available right now. Please try again shortly.")
+		return nil, t.fail(tools.CodeUnavailable, t.words.searchDown)
 	}
 	out := struct {
 		Results []searchHit `json:"results"`
