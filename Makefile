@@ -36,7 +36,7 @@ test: build
 	  { deploy/dev/browser.sh >.browser-setup.log 2>&1 & browser=$$!; } && \
 	  $(GO) vet ./... && (cd deploy && $(GO) vet ./...) && \
 	  TEST_DATABASE_URL=$$url $(GO) test -race -count=1 -timeout 15m ./... && \
-	  (cd deploy && $(GO) test -race -count=1 ./...) && \
+	  (cd deploy && TEST_DATABASE_URL=$$url SITETOOLS_BIN=$(CURDIR)/bin/sitetools $(GO) test -race -count=1 ./...) && \
 	  { wait $$browser || { cat .browser-setup.log >&2; echo "deploy/dev/browser.sh failed" >&2; exit 1; }; } && \
 	  cd server/web && node --test test/*.test.js && \
 	  TEST_DATABASE_URL=$$url SITETOOLS_BIN=$(CURDIR)/bin/sitetools node --test --test-concurrency=1 --test-timeout=300000 e2e/*.e2e.test.js
