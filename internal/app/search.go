@@ -112,6 +112,7 @@ func newSearch(ctx context.Context, cfg config.Config, db *postgres.DB, logger *
 	s.Tools, err = sitesearch.Tools(sitesearch.Options{
 		Index: index, Embedder: s.Embedder, Synonyms: synonyms,
 		MaxQueryChars: cfg.Search.MaxQueryChars, MaxQueryTokens: cfg.Search.MaxQueryTokens,
+		LexicalEmbedder: cfg.Embeddings.Provider == "local",
 	})
 	return s, err
 }

@@ -89,3 +89,22 @@ func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 		t.Fatalf("Ready = %v, want an unavailable error", err)
 	}
 }
+
+// TestStopWordsWithAccents: each language's configuration drops its stop words as
+// written, accents and all, and still removes accents from the words it keeps.
+func TestStopWordsWithAccents(t *testing.T) {
+	db := pgtest.NewDB(t)
+	for _, tc := range []struct{ config, text, want string }{
+		{"sitetools_german", "für über können während Größe", "'gross':5"},
+		{"sitetools_french", "à été même café", "'caf':4"},
+		{"sitetools_english", "the café", "'cafe':2"},
+	} {
+		var got string
+		if err := db.Pool.QueryRow(context.Background(), `SELECT to_tsvector($1::regconfig, $2)::text`, tc.config, tc.text).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("to_tsvector(%s, %q) = %s, want %s", tc.config, tc.text, got, tc.want)
+		}
+	}
+}

@@ -50,6 +50,13 @@ var relevanceRecorded = map[string]map[string]float64{
 	"local+synonyms": {
 		"original": 0.917, "paraphrase": 0.378, "german": 0.889, "typo": 1.000, "original-style": 1.000,
 	},
+	// A provider's path, the query embedded as asked (the fake embeds lexically).
+	"provider+synonyms": {
+		"original": 0.917, "paraphrase": 0.333, "german": 0.778, "typo": 0.926, "original-style": 1.000,
+	},
+	"provider+synonyms, expanded": {
+		"original": 0.917, "paraphrase": 0.378, "german": 0.889, "typo": 1.000, "original-style": 1.000,
+	},
 }
 
 // relevanceSlack is how far, in top-3 rate, a kind may fall below its recorded figure.
@@ -89,6 +96,14 @@ func relevanceVariants() []relevanceVariant {
 			opts: envOptions{local: true}},
 		{name: "local+synonyms", desc: "the same with the demo's synonyms file (deploy/demo/synonyms.txt, SEARCH_SYNONYMS_FILE)",
 			opts: envOptions{local: true, synonyms: "../../deploy/demo/synonyms.txt"}},
+		// A model is sent the query as asked (its synonyms and corrections go to the
+		// full-text half only). The fake provider embeds with the same lexical embedder, so
+		// this measures what leaving them out of the embedded text costs a model that
+		// cannot know synonyms itself, and what each way costs in provider tokens.
+		{name: "provider+synonyms", desc: "a provider's path with the demo's synonyms: the query embedded as asked (the fake provider embeds lexically, as the local embedder does)",
+			opts: envOptions{synonyms: "../../deploy/demo/synonyms.txt"}},
+		{name: "provider+synonyms, expanded", desc: "the same with synonyms and corrections appended to the embedded query, as the local embedder gets them",
+			opts: envOptions{synonyms: "../../deploy/demo/synonyms.txt", lexical: true}},
 	}
 }
 
@@ -125,6 +140,8 @@ type variantReport struct {
 	variant relevanceVariant
 	kinds   []kindScore
 	misses  []questionRun
+	// calls and tokens are what the questions cost at the provider (0 without one).
+	calls, tokens int
 }
 
 // TestRelevanceByKind runs both question sets through the real search for every variant,
@@ -137,11 +154,19 @@ func TestRelevanceByKind(t *testing.T) {
 	for _, v := range relevanceVariants() {
 		t.Run(v.name, func(t *testing.T) {
 			e := newSearchEnv(t, v.opts)
+			var calls, tokens int
+			if e.fake != nil {
+				calls, tokens = e.fake.Calls(), e.fake.Tokens()
+			}
 			var runs []questionRun
 			for _, q := range questions {
 				runs = append(runs, e.runQuestion(t, q))
 			}
 			r := scoreRuns(v, runs)
+			if e.fake != nil {
+				r.calls, r.tokens = e.fake.Calls()-calls, e.fake.Tokens()-tokens
+				t.Logf("%s: %d questions cost %d provider calls, %d tokens", v.name, len(questions), r.calls, r.tokens)
+			}
 			t.Logf("%s\n%s\nmisses:\n%s", v.name, kindTable(r), missTable(r))
 			for _, k := range r.kinds {
 				floor, ok := relevanceRecorded[v.name][k.kind]

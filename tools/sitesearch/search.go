@@ -29,6 +29,12 @@ type Options struct {
 	MaxPageChars   int // get_page's bound, default 20 000
 	// Synonyms, when set, widen every query (SEARCH_SYNONYMS_FILE).
 	Synonyms *Synonyms
+	// LexicalEmbedder says the embedder matches words, not meanings, and costs nothing
+	// (the built-in local one): the query's synonyms and corrections are embedded with it,
+	// since that is the only way its vector half sees them. A model is sent the query as
+	// asked: it knows synonyms and survives typos itself, and synonyms and corrections
+	// then never change what is paid for or cached.
+	LexicalEmbedder bool
 }
 
 // Tools returns search_site and get_page.
@@ -188,7 +194,7 @@ func (s *searcher) search(ctx context.Context, a searchArgs) (searchOutput, erro
 		q.Analyze = a.Lang
 	}
 	embedText := q.Text
-	if extra := append(slices.Clone(q.Corrections), q.Synonyms...); len(extra) > 0 {
+	if extra := append(slices.Clone(q.Corrections), q.Synonyms...); len(extra) > 0 && s.opts.LexicalEmbedder {
 		embedText += " (" + strings.Join(extra, ", ") + ")"
 	}
 	vec, degraded, err := s.opts.Embedder.EmbedQuery(ctx, "search_site", embedText)

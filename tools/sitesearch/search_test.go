@@ -39,6 +39,10 @@ type envOptions struct {
 	timeout  time.Duration
 	maxChars int
 	synonyms string // a synonyms file, as SEARCH_SYNONYMS_FILE
+	prefixes llm.Prefixes
+	lexical  bool // synonyms and corrections embedded with the query, as for the local embedder
+	// provider, when set, is called with the fake provider before the demo is ingested.
+	provider func(*llmtest.Server)
 }
 
 // newSearchEnv ingests the demo site and serves search over real HTTP, with the
@@ -52,6 +56,9 @@ func newSearchEnv(t *testing.T, o envOptions) *searchEnv {
 		e.embedder, err = llm.NewLocal(384)
 	} else {
 		e.fake = llmtest.NewServer(t, 384)
+		if o.provider != nil {
+			o.provider(e.fake)
+		}
 		e.embedder, err = llm.NewOpenAI(llm.OpenAIOptions{BaseURL: e.fake.BaseURL(), Model: "fake-embed", Dimensions: 384,
 			Timeout: 2 * time.Second, MaxRetries: -1, Logger: logger})
 	}
@@ -60,7 +67,7 @@ func newSearchEnv(t *testing.T, o envOptions) *searchEnv {
 	}
 	ctx := context.Background()
 	ledger := budget.NewLedger(e.db.Pool)
-	in := &sitesearch.Ingester{Index: postgres.NewSiteIndex(e.db, 384), Embedder: e.embedder, Ledger: ledger}
+	in := &sitesearch.Ingester{Index: postgres.NewSiteIndex(e.db, 384), Embedder: e.embedder, Ledger: ledger, Prefixes: o.prefixes}
 	if _, err := in.Sync(ctx, "dir:demo", walkDemo); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +76,7 @@ func newSearchEnv(t *testing.T, o envOptions) *searchEnv {
 		timeout = 2 * time.Second
 	}
 	qe, err := embedcache.NewQueryEmbedder(embedcache.QueryEmbedderOptions{
-		Pool: e.db.Pool, Embedder: e.embedder, Budget: budget.NewBudget(e.db.Pool, "embedding", o.budget, nil),
+		Pool: e.db.Pool, Embedder: e.embedder, QueryPrefix: o.prefixes.Query, Budget: budget.NewBudget(e.db.Pool, "embedding", o.budget, nil),
 		Ledger: ledger, PricePerMTok: 0.02, Timeout: timeout, Logger: logger, Registerer: e.Metrics,
 	})
 	if err != nil {
@@ -79,7 +86,8 @@ func newSearchEnv(t *testing.T, o envOptions) *searchEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	searchTools, err := sitesearch.Tools(sitesearch.Options{Index: postgres.NewSiteIndex(e.db, 384), Embedder: qe, MaxQueryChars: o.maxChars, MaxQueryTokens: 60, Synonyms: synonyms})
+	searchTools, err := sitesearch.Tools(sitesearch.Options{Index: postgres.NewSiteIndex(e.db, 384), Embedder: qe, MaxQueryChars: o.maxChars, MaxQueryTokens: 60, Synonyms: synonyms,
+		LexicalEmbedder: o.local || o.lexical})
 	if err != nil {
 		t.Fatal(err)
 	}

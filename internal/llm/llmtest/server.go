@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -48,7 +49,7 @@ type Server struct {
 	requestCap       time.Duration // a request whose work takes longer is answered 504 after it
 	texts            []string      // every input received, in order, when recordTexts
 	recordTexts      bool
-	vectors          map[string][]float32 // fixed answers for exact inputs
+	vectors          map[string][]float32 // fixed answers for inputs containing a key
 
 	cpu sync.Mutex // held while a request's per-input work runs
 }
@@ -163,14 +164,15 @@ func (s *Server) Texts() []string {
 	return append([]string(nil), s.texts...)
 }
 
-// SetVector makes the server answer v (of its dimension) for the exact input text, as
-// a multilingual model maps a question and a passage in two languages close together.
-func (s *Server) SetVector(text string, v []float32) {
+// SetVector makes the server answer v (of its dimension) for every input that contains
+// part, as a multilingual model maps a question and a passage in two languages close
+// together.
+func (s *Server) SetVector(part string, v []float32) {
 	s.locked(func() {
 		if s.vectors == nil {
 			s.vectors = map[string][]float32{}
 		}
-		s.vectors[text] = v
+		s.vectors[part] = v
 	})
 }
 
@@ -347,8 +349,10 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 
 	resp := embeddingResponse{Object: "list", Model: req.Model, Data: make([]embeddingData, len(inputs))}
 	for i, v := range emb.Vectors {
-		if f, ok := fixed[inputs[i]]; ok && len(f) == len(v) {
-			v = f
+		for part, f := range fixed {
+			if strings.Contains(inputs[i], part) && len(f) == len(v) {
+				v = f
+			}
 		}
 		resp.Data[i] = embeddingData{Object: "embedding", Index: i, Embedding: v}
 		if req.EncodingFormat == "base64" {
