@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sitetools/sitetools/internal/cli"
+	"github.com/sitetools/sitetools/internal/llm/llmtest"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
 )
@@ -172,5 +174,42 @@ func TestRetention(t *testing.T) {
 	stop()
 	if err := <-served; err != nil {
 		t.Fatalf("serve: %v", err)
+	}
+}
+
+// TestFailedFirstIngestLeavesNoTrace: a first ingest whose provider refuses every request
+// stops with the provider's own explanation, and leaves the index without a model, so
+// that any model can be configured next.
+func TestFailedFirstIngestLeavesNoTrace(t *testing.T) {
+	url := pgtest.NewURL(t)
+	t.Setenv("DATABASE_URL", url)
+	if out, err := run(t, "migrate"); err != nil {
+		t.Fatalf("migrate: %q %v", out, err)
+	}
+	provider := llmtest.NewServer(t, 64)
+	provider.SetFail(http.StatusBadRequest)
+	t.Setenv("EMBEDDINGS_PROVIDER", "openai")
+	t.Setenv("EMBEDDINGS_BASE_URL", provider.BaseURL())
+	t.Setenv("EMBEDDINGS_MODEL", "nomic-embed-text")
+	t.Setenv("EMBEDDINGS_DIMENSIONS", "64")
+	out, err := run(t, "ingest", "--dir", "../../deploy/demo/site", "--base-url", "https://northwind.example")
+	// llmtest answers a failure with OpenAI's error body, the status text as its message.
+	if err == nil || !strings.Contains(err.Error(), "provider answered 400 Bad Request (server_error): Bad Request") {
+		t.Fatalf("ingest: %q %v", out, err)
+	}
+	if provider.Calls() != 1 {
+		t.Errorf("%d provider calls; a refused request is not worth repeating", provider.Calls())
+	}
+	db, err := postgres.Open(context.Background(), url, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	var models, pages int
+	if err := db.Pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM index_meta), (SELECT count(*) FROM pages)`).Scan(&models, &pages); err != nil {
+		t.Fatal(err)
+	}
+	if models != 0 || pages != 0 {
+		t.Errorf("after the failed first ingest: %d model records, %d pages; want none", models, pages)
 	}
 }

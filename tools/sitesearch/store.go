@@ -86,13 +86,17 @@ type ErrModelMismatch struct {
 }
 
 func (e *ErrModelMismatch) Error() string {
-	what := "the model"
+	what, keep := "the model", ""
 	if e.Have.Name == e.Want.Name && e.Have.Dimensions == e.Want.Dimensions {
 		what = "the task prefixes (EMBEDDINGS_QUERY_PREFIX, EMBEDDINGS_DOCUMENT_PREFIX)"
+		if e.Have.QueryPrefix == "" && e.Have.DocumentPrefix == "" {
+			// An index built before prefixes, or without them on purpose.
+			keep = "; to keep this index as it is, set EMBEDDINGS_QUERY_PREFIX=none and EMBEDDINGS_DOCUMENT_PREFIX=none"
+		}
 	}
 	return fmt.Sprintf("the search index holds embeddings of %s, but this configuration uses %s; "+
-		"vectors made otherwise cannot be compared: re-ingest the site with `sitetools ingest --reindex ...` to change %s, or configure what the index was built with",
-		e.Have, e.Want, what)
+		"vectors made otherwise cannot be compared: re-ingest the site with `sitetools ingest --reindex ...` to change %s, or configure what the index was built with%s",
+		e.Have, e.Want, what, keep)
 }
 
 // Hit is one search result: the best chunk of one page.
