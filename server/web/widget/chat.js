@@ -548,11 +548,15 @@ class SitetoolsChat extends HTMLElement {
           // make every later question of the conversation fail.
           messages: tr.messages.slice(-SENT_MESSAGES).map((m) => ({ role: m.role, content: m.content.replaceAll('\0', '') })),
           consent: true,
+          // The site words its own texts (a search result's frame, notices, errors) in it.
+          lang: this.#lang,
         }),
       });
       if (!res.ok || !res.body) {
         failed = await this.#errorText(res);
       } else {
+        // The site's own messages are shown when they are in the widget's language.
+        const sameLanguage = languageOf(res.headers.get('Content-Language')) === this.#lang;
         await readEventStream(res.body, ({ event, data }) => {
           let d;
           try {
@@ -595,7 +599,7 @@ class SitetoolsChat extends HTMLElement {
               if (Array.isArray(d.items)) answer.sources = d.items.filter((x) => x && typeof x.url === 'string');
               break;
             case 'error':
-              failed = typeof d.message === 'string' && this.#lang === 'en' ? d.message : t.failed;
+              failed = typeof d.message === 'string' && d.message && sameLanguage ? d.message : t.failed;
               break;
             default:
           }
