@@ -119,7 +119,13 @@ func hitLine(i int, h searchHit) string {
 	}
 	line := fmt.Sprintf("%d. [%s](%s)", i+1, oneLine(h.Title), link)
 	if s := oneLine(h.Snippet); s != "" {
-		line += "\n   " + cutRunes(s, 300)
+		cut := cutRunes(s, 300)
+		if strings.Count(cut, "**")%2 == 1 {
+			// Cut inside a match: its opening ** alone would show as such.
+			i := strings.LastIndex(cut, "**")
+			cut = cut[:i] + cut[i+2:]
+		}
+		line += "\n   " + cut
 		if len([]rune(s)) > 300 {
 			line += "…"
 		}
