@@ -197,7 +197,7 @@ func composeSitetoolsEnvironment(t *testing.T, p *types.Project) {
 		"EMBEDDINGS_MODEL":      "embeddinggemma",
 		"EMBEDDINGS_DIMENSIONS": "768",
 		"LLM_BASE_URL":          "http://ollama:11434/v1",
-		"LLM_MODEL":             "qwen2.5:1.5b",
+		"LLM_MODEL":             "llama3.2:3b",
 		"LLM_TOOL_MODE":         "native",
 		"ADMIN_TOKEN":           "a-test-admin-token-0123456789",
 		"DATABASE_URL":          "postgres://sitetools:a-test-password@postgres:5432/sitetools?sslmode=disable",
