@@ -83,6 +83,9 @@ type relevanceVariant struct {
 	name string
 	desc string
 	opts envOptions
+	// measurement marks a variant that is reported, not held to relevanceRecorded or
+	// relevanceBefore (semanticVariants).
+	measurement bool
 }
 
 // relevanceVariants is the one place where the variants and their options are built.
@@ -91,7 +94,7 @@ type relevanceVariant struct {
 //
 //	{name: "local+synonyms", desc: "…", opts: envOptions{local: true, synonyms: "../../deploy/demo/synonyms.txt"}},
 func relevanceVariants() []relevanceVariant {
-	return []relevanceVariant{
+	return append([]relevanceVariant{
 		{name: "local", desc: "the offline local embedder (lexical: hashed words, word pairs, character trigrams) and PostgreSQL full-text, fused by reciprocal rank",
 			opts: envOptions{local: true}},
 		{name: "local+synonyms", desc: "the same with the demo's synonyms file (deploy/demo/synonyms.txt, SEARCH_SYNONYMS_FILE)",
@@ -104,7 +107,7 @@ func relevanceVariants() []relevanceVariant {
 			opts: envOptions{synonyms: "../../deploy/demo/synonyms.txt"}},
 		{name: "provider+synonyms, expanded", desc: "the same with synonyms and corrections appended to the embedded query, as the local embedder gets them",
 			opts: envOptions{synonyms: "../../deploy/demo/synonyms.txt", lexical: true}},
-	}
+	}, semanticVariants()...)
 }
 
 type kindQuestion struct {
@@ -154,21 +157,22 @@ func TestRelevanceByKind(t *testing.T) {
 	for _, v := range relevanceVariants() {
 		t.Run(v.name, func(t *testing.T) {
 			e := newSearchEnv(t, v.opts)
-			var calls, tokens int
-			if e.fake != nil {
-				calls, tokens = e.fake.Calls(), e.fake.Tokens()
-			}
+			calls, tokens, provider := e.providerUsage()
 			var runs []questionRun
 			for _, q := range questions {
 				runs = append(runs, e.runQuestion(t, q))
 			}
 			r := scoreRuns(v, runs)
-			if e.fake != nil {
-				r.calls, r.tokens = e.fake.Calls()-calls, e.fake.Tokens()-tokens
+			if provider {
+				c, n, _ := e.providerUsage()
+				r.calls, r.tokens = c-calls, n-tokens
 				t.Logf("%s: %d questions cost %d provider calls, %d tokens", v.name, len(questions), r.calls, r.tokens)
 			}
 			t.Logf("%s\n%s\nmisses:\n%s", v.name, kindTable(r), missTable(r))
 			for _, k := range r.kinds {
+				if v.measurement {
+					break
+				}
 				floor, ok := relevanceRecorded[v.name][k.kind]
 				if !ok {
 					floor, ok = k.before, k.hasBefore

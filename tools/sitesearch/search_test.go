@@ -30,6 +30,7 @@ type searchEnv struct {
 	*apptest.Service
 	db       *postgres.DB
 	fake     *llmtest.Server
+	external *countingEmbedder // the provider of envOptions.embeddings
 	embedder llm.Embedder
 }
 
@@ -43,6 +44,8 @@ type envOptions struct {
 	lexical  bool // synonyms and corrections embedded with the query, as for the local embedder
 	// provider, when set, is called with the fake provider before the demo is ingested.
 	provider func(*llmtest.Server)
+	// embeddings, when set, is a real provider used instead of the fake.
+	embeddings *externalEmbeddings
 }
 
 // newSearchEnv ingests the demo site and serves search over real HTTP, with the
@@ -52,9 +55,15 @@ func newSearchEnv(t *testing.T, o envOptions) *searchEnv {
 	e := &searchEnv{Service: apptest.New(), db: pgtest.NewDB(t)}
 	logger := e.Log
 	var err error
-	if o.local {
-		e.embedder, err = llm.NewLocal(384)
-	} else {
+	dims := 384
+	switch {
+	case o.local:
+		e.embedder, err = llm.NewLocal(dims)
+	case o.embeddings != nil:
+		dims = o.embeddings.dimensions
+		e.external, err = newExternalEmbedder(o.embeddings, llm.OpenAIOptions{Logger: logger})
+		e.embedder = e.external
+	default:
 		e.fake = llmtest.NewServer(t, 384)
 		if o.provider != nil {
 			o.provider(e.fake)
@@ -67,7 +76,7 @@ func newSearchEnv(t *testing.T, o envOptions) *searchEnv {
 	}
 	ctx := context.Background()
 	ledger := budget.NewLedger(e.db.Pool)
-	in := &sitesearch.Ingester{Index: postgres.NewSiteIndex(e.db, 384), Embedder: e.embedder, Ledger: ledger, Prefixes: o.prefixes}
+	in := &sitesearch.Ingester{Index: postgres.NewSiteIndex(e.db, dims), Embedder: e.embedder, Ledger: ledger, Prefixes: o.prefixes}
 	if _, err := in.Sync(ctx, "dir:demo", walkDemo); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +95,7 @@ func newSearchEnv(t *testing.T, o envOptions) *searchEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	searchTools, err := sitesearch.Tools(sitesearch.Options{Index: postgres.NewSiteIndex(e.db, 384), Embedder: qe, MaxQueryChars: o.maxChars, MaxQueryTokens: 60, Synonyms: synonyms,
+	searchTools, err := sitesearch.Tools(sitesearch.Options{Index: postgres.NewSiteIndex(e.db, dims), Embedder: qe, MaxQueryChars: o.maxChars, MaxQueryTokens: 60, Synonyms: synonyms,
 		LexicalEmbedder: o.local || o.lexical})
 	if err != nil {
 		t.Fatal(err)
