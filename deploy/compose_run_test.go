@@ -99,6 +99,30 @@ func TestComposeRun(t *testing.T) {
 	took := time.Since(start)
 	t.Logf("sitetools %s took %v:\n%s", strings.Join(ingestCmd, " "), took.Round(10*time.Millisecond), ingest.Out.String())
 
+	checkIngest(t, ingestRun{fake: fake, statuses: statuses, dbURL: dbURL, model: model, dims: dims, batch: batch, prefix: prefix.document, took: took})
+
+	serve := testkit.Start(t, bin, serveEnv, serveCmd...)
+	checkSearch(t, fake, "http://"+listen, prefix.query, serve)
+	if err := serve.Stop(t); err != nil {
+		t.Errorf("serve did not stop cleanly: %v", err)
+	}
+}
+
+// ingestRun is what TestComposeRun's ingest left behind, for checkIngest.
+type ingestRun struct {
+	fake         *llmtest.Server
+	statuses     *statusLog
+	dbURL, model string
+	dims, batch  int
+	prefix       string // the model's document prefix
+	took         time.Duration
+}
+
+// checkIngest checks what the model server received and answered during the ingest, and
+// what the index holds after it.
+func checkIngest(t *testing.T, r ingestRun) {
+	t.Helper()
+	fake, statuses, dbURL, model, dims, batch, took := r.fake, r.statuses, r.dbURL, r.model, r.dims, r.batch, r.took
 	requests, texts, codes := fake.Requests(), fake.Texts(), statuses.codes()
 	distinct, indexedModel, indexedDims := indexState(t, dbURL)
 	if indexedModel != model || indexedDims != dims {
@@ -134,31 +158,34 @@ func TestComposeRun(t *testing.T) {
 			t.Errorf("the model server embedded %d texts, want %d", len(texts), distinct)
 		}
 		for _, text := range texts {
-			if !strings.HasPrefix(text, prefix.document) {
-				t.Fatalf("a document was embedded without %q:\n%.120s", prefix.document, text)
+			if !strings.HasPrefix(text, r.prefix) {
+				t.Fatalf("a document was embedded without %q:\n%.120s", r.prefix, text)
 			}
 		}
 	})
 
-	serve := testkit.Start(t, bin, serveEnv, serveCmd...)
+}
+
+// checkSearch searches through the running service: the vector half must run, and the
+// model server must receive the query once, after the model's query prefix.
+func checkSearch(t *testing.T, fake *llmtest.Server, base, queryPrefix string, serve *testkit.Proc) {
+	t.Helper()
+	before := len(fake.Texts())
 	client := &http.Client{Timeout: 30 * time.Second}
-	testkit.WaitReady(t, client, "http://"+listen+"/readyz", serve.Alive)
+	testkit.WaitReady(t, client, base+"/readyz", serve.Alive)
 	const query = "accessibility audit price"
-	results, degraded := searchSite(t, client, "http://"+listen, query)
+	results, degraded := searchSite(t, client, base, query)
 	if degraded != nil {
 		t.Errorf("search_site degraded (%s): the vector half did not run", degraded)
 	}
 	if len(results) == 0 {
 		t.Error("search_site found nothing")
 	}
-	queries := fake.Texts()[len(texts):]
-	if len(queries) != 1 || !strings.HasPrefix(queries[0], prefix.query+query) {
-		t.Errorf("the model server received %q for the search, want one text that starts with %q", queries, prefix.query+query)
+	queries := fake.Texts()[before:]
+	if len(queries) != 1 || !strings.HasPrefix(queries[0], queryPrefix+query) {
+		t.Errorf("the model server received %q for the search, want one text that starts with %q", queries, queryPrefix+query)
 	}
-	t.Logf("serve: %d results; %d provider calls in all (%d for ingest)", len(results), fake.Calls(), len(requests))
-	if err := serve.Stop(t); err != nil {
-		t.Errorf("serve did not stop cleanly: %v", err)
-	}
+	t.Logf("serve: %d results; %d provider calls in all", len(results), fake.Calls())
 }
 
 // sitetoolsBinary is SITETOOLS_BIN (make test builds it), else a build of the
