@@ -10,7 +10,7 @@ DEMO_LISTEN ?= 127.0.0.1:8080
 DEMO_ADMIN_LISTEN ?= 127.0.0.1:9090
 DEMO_ADMIN_TOKEN ?= demo-admin-token-change-me
 
-.PHONY: build demo test fuzz bench lint clean pg-stop
+.PHONY: build demo test fuzz bench bench-semantic lint clean pg-stop
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/sitetools .
@@ -53,6 +53,12 @@ bench:
 	  { echo "make bench needs wrk (apt-get install wrk)" >&2; exit 1; }
 	@url=$$($(PG) start) && TEST_DATABASE_URL=$$url $(GO) run ./bench && \
 	  deploy/dev/browser.sh chromium && cd server/web && node bench/render.bench.js
+
+## bench-semantic: the relevance questions through a real sentence model (the Universal Sentence
+## Encoder lite on Node, bench/semantic): the query embedded as asked vs. with its synonyms and
+## corrections appended, beside the lexical variants; prints top-1, top-3 and MRR per kind
+bench-semantic:
+	@url=$$($(PG) start) && TEST_DATABASE_URL=$$url GO=$(GO) bench/semantic/run.sh
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
