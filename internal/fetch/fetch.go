@@ -133,52 +133,6 @@ func refuseNonPublic(allow []netip.Prefix) func(string, string, syscall.RawConn)
 	}
 }
 
-// nonPublic lists the ranges, beyond those netip classifies, that are not reachable on
-// the public internet or reach something other than a web site.
-var nonPublic = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
-	netip.MustParsePrefix("100.64.0.0/10"),   // shared address space (CGNAT); includes 100.100.100.200, a metadata address
-	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
-	netip.MustParsePrefix("192.0.2.0/24"),    // documentation
-	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
-	netip.MustParsePrefix("198.51.100.0/24"), // documentation
-	netip.MustParsePrefix("203.0.113.0/24"),  // documentation
-	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and the broadcast address
-	netip.MustParsePrefix("100::/64"),        // discard-only
-	netip.MustParsePrefix("2001::/32"),       // Teredo: the IPv4 address inside is obscured
-	netip.MustParsePrefix("2001:db8::/32"),   // documentation
-}
-
-var (
-	nat64     = netip.MustParsePrefix("64:ff9b::/96")
-	sixToFour = netip.MustParsePrefix("2002::/16")
-)
-
-// Public reports whether addr is an ordinary public unicast address. IPv4 addresses in
-// IPv6 form (mapped, NAT64 64:ff9b::/96, 6to4 2002::/16) are judged by the IPv4 address.
-func Public(addr netip.Addr) bool {
-	addr = addr.Unmap()
-	if addr.Is6() {
-		b := addr.As16()
-		switch {
-		case nat64.Contains(addr):
-			return Public(netip.AddrFrom4([4]byte(b[12:16])))
-		case sixToFour.Contains(addr):
-			return Public(netip.AddrFrom4([4]byte(b[2:6])))
-		}
-	}
-	if !addr.IsValid() || addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() ||
-		addr.IsMulticast() || addr.IsUnspecified() || !addr.IsGlobalUnicast() {
-		return false
-	}
-	for _, p := range nonPublic {
-		if p.Contains(addr) {
-			return false
-		}
-	}
-	return true
-}
-
 // limitBody bounds every response body of a transport.
 type limitBody struct {
 	rt  http.RoundTripper
