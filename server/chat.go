@@ -53,7 +53,7 @@ func (a *App) chatTurn(c echo.Context) error {
 			RetryAfter: max(wait, time.Second)}
 	}
 	// Before the stream starts and before any provider call: a full replica says so.
-	release, err := a.chatCap.Acquire()
+	release, err := a.chatCap.Acquire(client)
 	if err != nil {
 		return err
 	}

@@ -664,3 +664,73 @@ func checkChatObservability(t *testing.T, ce *chatEnv) {
 		t.Errorf("no request line for the chat:\n%s", logs)
 	}
 }
+
+// TestChatShareOfOneClient: one client with 32 slow turns in flight holds at most
+// CHAT_MAX_CONCURRENT_PER_CLIENT of them (its others are told 429 with Retry-After at once,
+// before any provider call), and a second client's turn still streams.
+func TestChatShareOfOneClient(t *testing.T) {
+	ce := newChatEnv(t, map[string]string{"TRUSTED_PROXIES": "127.0.0.1", "RATE_LIMIT_PER_MINUTE": "0",
+		"CHAT_MAX_CONCURRENT_PER_CLIENT": "4"}, true)
+	ce.fake.SetFallback(func(n int, req llmtest.ChatRequest) llmtest.ChatReply {
+		if strings.Contains(string(req.Body), "second client") {
+			return llmtest.Say("Yes, we do.")
+		}
+		return llmtest.ChatReply{Text: []string{"Thinking "}, Hang: true}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // the admitted turns hang until the test ends
+	const first, second = "203.0.113.10", "198.51.100.20"
+	answers := make(chan *http.Response, 32)
+	for range 32 {
+		go func() {
+			if resp, err := ce.chatFrom(ctx, first, "Audits?"); err == nil {
+				answers <- resp
+			}
+		}()
+	}
+	// Every refused turn is answered at once; the admitted ones stream and hang.
+	for refused, streaming := 0, 0; refused+streaming < 32; {
+		resp := <-answers
+		switch resp.StatusCode {
+		case http.StatusOK:
+			streaming++
+			if streaming > 4 {
+				t.Fatalf("%d turns of one client stream at once, more than its share of 4", streaming)
+			}
+			continue
+		case http.StatusTooManyRequests:
+			refused++
+		}
+		b, _ := io.ReadAll(resp.Body)
+		code, _, _ := response{status: resp.StatusCode, body: b}.errorBody(t)
+		if resp.StatusCode != http.StatusTooManyRequests || code != "rate_limited" || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("a turn of the first client past its share: status %d, code %q, Retry-After %q", resp.StatusCode, code, resp.Header.Get("Retry-After"))
+		}
+	}
+	resp, err := ce.chatFrom(ctx, second, "Do you do audits, second client?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the second client's turn: status %d", resp.StatusCode)
+	}
+	if text := eventText(t, readEvents(t, resp.Body)); !strings.Contains(text, "Yes, we do.") {
+		t.Fatalf("the second client's answer: %q", text)
+	}
+	// The refused turns reached no provider: at most the four admitted and the second's.
+	if n := ce.fake.Calls(); n > 5 {
+		t.Errorf("%d provider calls for 4 admitted turns and the second client's", n)
+	}
+}
+
+// chatFrom starts a chat turn as client (through a trusted proxy's X-Forwarded-For); the
+// caller reads or abandons the stream, and ctx ends it.
+func (ce *chatEnv) chatFrom(ctx context.Context, client, msg string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ce.Srv.URL+"/api/chat", strings.NewReader(chatBody(true, msg)))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Forwarded-For", client)
+	return ce.Srv.Client().Do(req)
+}

@@ -68,17 +68,20 @@ func (l *RateLimiter) Allow(client string) (bool, time.Duration) {
 	return true, 0
 }
 
-// key is the bucket of a client address: an IPv6 address's network of IPv6Prefix bits,
-// anything else as it is.
-func (l *RateLimiter) key(client string) string {
-	if l.IPv6Prefix <= 0 || l.IPv6Prefix >= 128 {
+// key is the bucket of a client address (see clientKey).
+func (l *RateLimiter) key(client string) string { return clientKey(client, l.IPv6Prefix) }
+
+// clientKey is the bucket of a client address: an IPv6 address's network of ipv6Prefix
+// bits, anything else as it is.
+func clientKey(client string, ipv6Prefix int) string {
+	if ipv6Prefix <= 0 || ipv6Prefix >= 128 {
 		return client
 	}
 	a, err := netip.ParseAddr(client)
 	if err != nil || !a.Is6() || a.Is4In6() {
 		return client
 	}
-	p, err := a.WithZone("").Prefix(l.IPv6Prefix)
+	p, err := a.WithZone("").Prefix(ipv6Prefix)
 	if err != nil {
 		return client
 	}
@@ -115,32 +118,51 @@ func (l *RateLimiter) Intercept(ctx context.Context, call *tools.Call, next tool
 	return next(ctx, call)
 }
 
-// Cap bounds how many requests of one kind run at once on this replica: a request
-// that finds every slot taken is answered 503 with Retry-After at once, before any
-// work or provider call, instead of queueing behind the others.
+// Cap bounds how many requests of one kind run at once on this replica, and how many of
+// them one client may hold. A request that finds every slot taken is answered 503 with
+// Retry-After at once, before any work or provider call, instead of queueing behind the
+// others; a client already holding its share is answered 429, so that one client cannot
+// take every slot from the others. Both are per replica and in memory; a client's count
+// is forgotten when its last request ends.
 type Cap struct {
-	slots chan struct{}
-	what  string
+	slots     chan struct{}
+	what      string
+	perClient int                 // 0: no share
+	key       func(string) string // a client's bucket (an IPv6 network, as the rate limit's)
+
+	mu   sync.Mutex
+	held map[string]int
 }
 
-// NewCap returns a cap of n slots; n <= 0 is no cap.
-func NewCap(n int, what string) *Cap {
-	if n <= 0 {
-		return &Cap{what: what}
+// NewCap returns a cap of n slots, of which one client may hold perClient; n <= 0 is no
+// cap, perClient <= 0 no share. key maps a client address to its bucket (nil: the
+// address itself).
+func NewCap(n, perClient int, what string, key func(string) string) *Cap {
+	if key == nil {
+		key = func(s string) string { return s }
 	}
-	return &Cap{slots: make(chan struct{}, n), what: what}
+	c := &Cap{what: what, perClient: max(perClient, 0), key: key, held: map[string]int{}}
+	if n > 0 {
+		c.slots = make(chan struct{}, n)
+	}
+	return c
 }
 
-// Acquire takes a slot, or returns the unavailable error when none is free; release
-// gives it back.
-func (c *Cap) Acquire() (release func(), err error) {
+// Acquire takes a slot for client, or returns why not: rate_limited when the client
+// holds its share already, unavailable when no slot is free. release gives it back.
+func (c *Cap) Acquire(client string) (release func(), err error) {
+	untake, err := c.take(c.key(client))
+	if err != nil {
+		return nil, err
+	}
 	if c.slots == nil {
-		return func() {}, nil
+		return untake, nil
 	}
 	select {
 	case c.slots <- struct{}{}:
-		return func() { <-c.slots }, nil
+		return func() { <-c.slots; untake() }, nil
 	default:
+		untake()
 		return nil, &tools.Error{
 			Code:       tools.CodeUnavailable,
 			Message:    fmt.Sprintf("this server is handling as many %s as it can at once; try again shortly", c.what),
@@ -149,9 +171,33 @@ func (c *Cap) Acquire() (release func(), err error) {
 	}
 }
 
+// take counts one more request of key against its share.
+func (c *Cap) take(key string) (untake func(), err error) {
+	if c.perClient == 0 {
+		return func() {}, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held[key] >= c.perClient {
+		return nil, &tools.Error{
+			Code:       tools.CodeRateLimited,
+			Message:    fmt.Sprintf("you have %d %s running on this server already, as many as one client may; retry after the time in Retry-After", c.perClient, c.what),
+			RetryAfter: 2 * time.Second,
+		}
+	}
+	c.held[key]++
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.held[key]--; c.held[key] <= 0 {
+			delete(c.held, key)
+		}
+	}, nil
+}
+
 // Intercept applies the cap to every tool call, on every channel.
 func (c *Cap) Intercept(ctx context.Context, call *tools.Call, next tools.Invoker) (*tools.Result, error) {
-	release, err := c.Acquire()
+	release, err := c.Acquire(call.Request.Client)
 	if err != nil {
 		return nil, err
 	}

@@ -99,25 +99,65 @@ func TestRateLimiterForgetsQuietClients(t *testing.T) {
 }
 
 func TestCapRefusesWhenFull(t *testing.T) {
-	c := NewCap(2, "tool calls")
-	r1, err1 := c.Acquire()
-	r2, err2 := c.Acquire()
+	c := NewCap(2, 0, "tool calls", nil)
+	r1, err1 := c.Acquire("a")
+	r2, err2 := c.Acquire("a")
 	if err1 != nil || err2 != nil {
 		t.Fatalf("two slots: %v, %v", err1, err2)
 	}
-	_, err := c.Acquire()
+	_, err := c.Acquire("b")
 	var e *tools.Error
 	if !errors.As(err, &e) || e.Code != tools.CodeUnavailable || e.RetryAfter <= 0 {
 		t.Fatalf("a third call: %v, want unavailable with Retry-After", err)
 	}
 	r1()
-	r3, err := c.Acquire()
+	r3, err := c.Acquire("b")
 	if err != nil {
 		t.Fatalf("after a release: %v", err)
 	}
 	r2()
 	r3()
-	if _, err := NewCap(0, "x").Acquire(); err != nil {
+	if _, err := NewCap(0, 0, "x", nil).Acquire("a"); err != nil {
 		t.Fatalf("no cap: %v", err)
+	}
+}
+
+// TestCapShares: one client holds at most its share and is told 429 past it, while
+// another client still gets a slot; a client's IPv6 network counts as one; the share's
+// count is given back with the slot, also when the cap itself was full.
+func TestCapShares(t *testing.T) {
+	c := NewCap(4, 2, "chat conversations", func(s string) string { return clientKey(s, 64) })
+	r1, err1 := c.Acquire("2001:db8::1")
+	r2, err2 := c.Acquire("2001:db8::2")
+	if err1 != nil || err2 != nil {
+		t.Fatalf("two within the share: %v, %v", err1, err2)
+	}
+	_, err := c.Acquire("2001:db8::3")
+	var e *tools.Error
+	if !errors.As(err, &e) || e.Code != tools.CodeRateLimited || e.RetryAfter <= 0 {
+		t.Fatalf("a third from the same /64: %v, want rate_limited with Retry-After", err)
+	}
+	r3, err := c.Acquire("203.0.113.7")
+	if err != nil {
+		t.Fatalf("another client: %v", err)
+	}
+	r4, err := c.Acquire("203.0.113.7")
+	if err != nil {
+		t.Fatalf("another client's second: %v", err)
+	}
+	// The cap is full now; a third client is refused with unavailable, and its refusal
+	// takes nothing from its share.
+	if _, err := c.Acquire("198.51.100.9"); !errors.As(err, &e) || e.Code != tools.CodeUnavailable {
+		t.Fatalf("a full cap: %v, want unavailable", err)
+	}
+	r1()
+	if _, err := c.Acquire("2001:db8::4"); err != nil {
+		t.Fatalf("after a release, the first client again: %v", err)
+	}
+	r2()
+	r3()
+	r4()
+	if len(c.held) != 1 {
+		t.Errorf("%d clients counted after their requests ended, want 1", len(c.held))
 	}
 }

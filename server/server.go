@@ -62,8 +62,8 @@ func NewEdge(cfg config.Config, reg *prometheus.Registry) *Edge {
 	return &Edge{
 		metrics: newMetrics(reg),
 		limiter: newClientLimiter(cfg),
-		toolCap: NewCap(cfg.ToolMaxConcurrent, "tool calls"),
-		chatCap: NewCap(cfg.Chat.MaxConcurrent, "chat conversations"),
+		toolCap: NewCap(cfg.ToolMaxConcurrent, cfg.ToolMaxConcurrentPerClient, "tool calls", clientBucket(cfg)),
+		chatCap: NewCap(cfg.Chat.MaxConcurrent, cfg.Chat.MaxConcurrentPerClient, "chat conversations", clientBucket(cfg)),
 	}
 }
 
@@ -250,6 +250,11 @@ func listen(addr string) (net.Listener, error) {
 func (a *App) PrometheusRegistry() *prometheus.Registry { return a.metrics.reg }
 
 // newClientLimiter is the per-client rate limit of cfg.
+// clientBucket is how the caps' shares key a client: as the rate limit does.
+func clientBucket(cfg config.Config) func(string) string {
+	return func(client string) string { return clientKey(client, cfg.RateLimitIPv6Prefix) }
+}
+
 func newClientLimiter(cfg config.Config) *RateLimiter {
 	l := NewRateLimiter(cfg.RateLimitPerMinute, nil)
 	l.IPv6Prefix = cfg.RateLimitIPv6Prefix

@@ -55,13 +55,15 @@ type Config struct {
 	// Version is the build's version, set by the command, not the environment.
 	Version string
 
-	RateLimitPerMinute  int   // tool calls per client per minute; 0 disables
-	RateLimitIPv6Prefix int   // IPv6 clients share a bucket per network of this many bits
-	ToolMaxConcurrent   int   // tool calls at once on one replica, all channels
-	BodyLimitBytes      int64 // request body limit of the public API
-	ToolTimeout         time.Duration
-	ShutdownTimeout     time.Duration
-	LogLevel            string
+	RateLimitPerMinute  int // tool calls per client per minute; 0 disables
+	RateLimitIPv6Prefix int // IPv6 clients share a bucket per network of this many bits
+	ToolMaxConcurrent   int // tool calls at once on one replica, all channels
+	// ToolMaxConcurrentPerClient is how many of them one client may hold; 0: no share.
+	ToolMaxConcurrentPerClient int
+	BodyLimitBytes             int64 // request body limit of the public API
+	ToolTimeout                time.Duration
+	ShutdownTimeout            time.Duration
+	LogLevel                   string
 }
 
 // Embeddings configures the embedding provider and its cost guard.
@@ -96,8 +98,10 @@ type Chat struct {
 	PersonaFile      string
 	MaxToolRounds    int
 	MaxConcurrent    int // chat turns at once on one replica
-	MaxMessages      int
-	MaxChars         int // the whole transcript; one message gets at most MaxMessageChars of it
+	// MaxConcurrentPerClient is how many of them one client may hold; 0: no share.
+	MaxConcurrentPerClient int
+	MaxMessages            int
+	MaxChars               int // the whole transcript; one message gets at most MaxMessageChars of it
 }
 
 // MaxMessageChars is the most characters of one message of a chat transcript.
@@ -210,6 +214,7 @@ func (c *Config) loadHTTP(l *loader) {
 	c.RateLimitPerMinute = l.integer("RATE_LIMIT_PER_MINUTE", 60, 0, 1_000_000)
 	c.RateLimitIPv6Prefix = l.integer("RATE_LIMIT_IPV6_PREFIX", 64, 1, 128)
 	c.ToolMaxConcurrent = l.integer("TOOL_MAX_CONCURRENT", 128, 1, 100_000)
+	c.ToolMaxConcurrentPerClient = l.integer("TOOL_MAX_CONCURRENT_PER_CLIENT", 16, 0, 100_000)
 	c.BodyLimitBytes = int64(l.integer("BODY_LIMIT_BYTES", 64<<10, 1024, 16<<20))
 	c.ToolTimeout = l.duration("TOOL_TIMEOUT", 10*time.Second)
 	c.ShutdownTimeout = l.duration("SHUTDOWN_TIMEOUT", 20*time.Second)
@@ -278,18 +283,19 @@ func (e *Embeddings) load(l *loader) {
 
 func (ch *Chat) load(l *loader) {
 	*ch = Chat{
-		LLMBaseURL:       l.str("LLM_BASE_URL", ""),
-		LLMAPIKey:        l.str("LLM_API_KEY", ""),
-		LLMModel:         l.str("LLM_MODEL", ""),
-		ToolMode:         l.str("LLM_TOOL_MODE", "native"),
-		DailyTokenBudget: int64(l.integer("LLM_DAILY_TOKEN_BUDGET", 0, 0, 1<<40)),
-		PricePerMTok:     l.float("LLM_PRICE_PER_MTOK", 0),
-		Timeout:          l.duration("LLM_TIMEOUT", 60*time.Second),
-		PersonaFile:      l.str("CHAT_PERSONA_FILE", ""),
-		MaxToolRounds:    l.integer("CHAT_MAX_TOOL_ROUNDS", 4, 1, 16),
-		MaxConcurrent:    l.integer("CHAT_MAX_CONCURRENT", 32, 1, 100_000),
-		MaxMessages:      l.integer("CHAT_MAX_MESSAGES", 40, 1, 500),
-		MaxChars:         l.integer("CHAT_MAX_CHARS", 20000, 100, 1_000_000),
+		LLMBaseURL:             l.str("LLM_BASE_URL", ""),
+		LLMAPIKey:              l.str("LLM_API_KEY", ""),
+		LLMModel:               l.str("LLM_MODEL", ""),
+		ToolMode:               l.str("LLM_TOOL_MODE", "native"),
+		DailyTokenBudget:       int64(l.integer("LLM_DAILY_TOKEN_BUDGET", 0, 0, 1<<40)),
+		PricePerMTok:           l.float("LLM_PRICE_PER_MTOK", 0),
+		Timeout:                l.duration("LLM_TIMEOUT", 60*time.Second),
+		PersonaFile:            l.str("CHAT_PERSONA_FILE", ""),
+		MaxToolRounds:          l.integer("CHAT_MAX_TOOL_ROUNDS", 4, 1, 16),
+		MaxConcurrent:          l.integer("CHAT_MAX_CONCURRENT", 32, 1, 100_000),
+		MaxConcurrentPerClient: l.integer("CHAT_MAX_CONCURRENT_PER_CLIENT", 4, 0, 100_000),
+		MaxMessages:            l.integer("CHAT_MAX_MESSAGES", 40, 1, 500),
+		MaxChars:               l.integer("CHAT_MAX_CHARS", 20000, 100, 1_000_000),
 	}
 	if ch.LLMBaseURL != "" {
 		if u, err := url.Parse(ch.LLMBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
