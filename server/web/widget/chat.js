@@ -31,7 +31,7 @@ import {
 } from './core.js';
 import { activityLine, labelOf, setActivity, storedActivity } from './activity.js';
 import { h } from './dom.js';
-import { renderMarkdown } from './render.js';
+import { renderMarkdown, streamMarkdown } from './render.js';
 import { readEventStream } from './sse.js';
 import { fill, languageOf, stringsFor } from './strings.js';
 
@@ -524,6 +524,7 @@ class SitetoolsChat extends HTMLElement {
 
     const item = this.#messageItem({ role: 'assistant', content: '' });
     const text = item.querySelector('.msg-text');
+    const shown = streamMarkdown(text, location.origin);
     e.list.appendChild(item);
     // The turn's tool calls, each a folded line: shown here and kept with the answer for
     // this browser, never sent back (only role and content of a message are).
@@ -571,7 +572,7 @@ class SitetoolsChat extends HTMLElement {
               if (!frame) {
                 frame = requestAnimationFrame(() => {
                   frame = 0;
-                  this.#fillMessage(text, 'assistant', answer.content);
+                  shown.show(answer.content);
                   e.log.scrollTop = e.log.scrollHeight;
                 });
               }
