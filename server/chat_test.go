@@ -481,7 +481,7 @@ func TestChatConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config.Chat{ToolMode: "native", Timeout: 60 * time.Second, MaxToolRounds: 4, MaxConcurrent: 32, MaxMessages: 40, MaxChars: 20000}
+	want := config.Chat{ToolMode: "native", Timeout: 60 * time.Second, MaxToolRounds: 4, MaxConcurrent: 32, MaxConcurrentPerClient: 4, MaxMessages: 40, MaxChars: 20000}
 	if diff := cmp.Diff(want, cfg.Chat); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}

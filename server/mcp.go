@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 
@@ -66,7 +64,8 @@ func (m *mcpChannel) current() (http.Handler, listAnswers) {
 		JSONResponse:        true,
 		MaxRequestBodyBytes: m.a.cfg.BodyLimitBytes,
 		Logger:              m.a.logger,
-		// The same protection, with the proxy's host allowed, is checkMCPHost.
+		// The same protection, with the proxy's host allowed, is checkHost, on every
+		// public route.
 		DisableLocalhostProtection: true,
 	})
 	m.list = precomputeList(m.handler)
@@ -129,42 +128,6 @@ func (a *App) serveMCP(c echo.Context) error {
 	}
 	handler.ServeHTTP(c.Response(), req.WithContext(ctx))
 	return nil
-}
-
-// checkMCPHost refuses DNS rebinding: a request that arrives on a loopback address
-// must name a loopback host, the site's own host, or a host of MCP_ALLOWED_HOSTS (the
-// Host a reverse proxy on the same machine passes on).
-func (a *App) checkMCPHost(next echo.HandlerFunc) echo.HandlerFunc {
-	allowed := slices.Clone(a.cfg.MCPAllowedHosts)
-	if a.cfg.SiteURL != "" {
-		_, host, _ := strings.Cut(a.cfg.SiteURL, "://")
-		allowed = append(allowed, hostOnly(host))
-	}
-	return func(c echo.Context) error {
-		local, ok := c.Request().Context().Value(http.LocalAddrContextKey).(net.Addr)
-		if !ok {
-			return next(c)
-		}
-		tcp, ok := local.(*net.TCPAddr)
-		if !ok || !tcp.IP.IsLoopback() {
-			return next(c)
-		}
-		host := hostOnly(c.Request().Host)
-		if host == "localhost" || slices.Contains(allowed, host) {
-			return next(c)
-		}
-		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-			return next(c)
-		}
-		return tools.Errorf(CodeOriginNotAllowed, "host %q is not allowed here; if a reverse proxy on this machine passes it on, add it to MCP_ALLOWED_HOSTS", tools.Truncate(host, 64))
-	}
-}
-
-func hostOnly(hostport string) string {
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		return strings.ToLower(strings.Trim(h, "[]"))
-	}
-	return strings.ToLower(strings.Trim(hostport, "[]"))
 }
 
 // version is the build's version for the MCP handshake.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -103,14 +104,96 @@ func (a *App) recoverer(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // allowOrigin reports whether a browser on origin may call the public API: the site's
-// own origin, the configured origins, and same-origin requests (Origin matches Host).
+// own origin, the configured origins, and same-origin requests (Origin's scheme, host and
+// port those of the request).
 func (a *App) allowOrigin(r *http.Request, origin string) bool {
 	o := strings.ToLower(origin)
 	if slices.Contains(a.cfg.CORSAllowedOrigins, "*") || slices.Contains(a.cfg.AllowedOrigins(), o) {
 		return true
 	}
-	_, host, ok := strings.Cut(o, "://")
-	return ok && host == strings.ToLower(r.Host)
+	return sameOrigin(o, a.requestScheme(r), r.Host)
+}
+
+// sameOrigin reports whether origin is scheme://host, a default port written or not.
+func sameOrigin(origin, scheme, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Scheme != scheme || u.Host == "" || u.Path != "" || u.User != nil {
+		return false
+	}
+	req, err := url.Parse(scheme + "://" + host)
+	if err != nil {
+		return false
+	}
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if u.Scheme == "https" {
+			return "443"
+		}
+		return "80"
+	}
+	return strings.EqualFold(u.Hostname(), req.Hostname()) && port(u) == port(req)
+}
+
+// hostOnly is a Host header's host, lower-cased, without port or IPv6 brackets.
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return strings.ToLower(strings.Trim(h, "[]"))
+	}
+	return strings.ToLower(strings.Trim(hostport, "[]"))
+}
+
+// requestScheme is the scheme the browser used: https on a TLS connection, else what a
+// trusted proxy (or the reverse proxy on the Unix socket) says in X-Forwarded-Proto,
+// else http. A client's own X-Forwarded-Proto counts for nothing.
+func (a *App) requestScheme(r *http.Request) string {
+	if r.TLS != nil {
+		return "https"
+	}
+	proto := strings.ToLower(strings.TrimSpace(strings.Split(r.Header.Get("X-Forwarded-Proto"), ",")[0]))
+	if proto != "https" && proto != "http" {
+		return "http"
+	}
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		peer := ap.Addr().Unmap()
+		if !slices.ContainsFunc(a.cfg.TrustedProxies, func(p netip.Prefix) bool { return p.Contains(peer) }) {
+			return "http"
+		}
+	}
+	return proto
+}
+
+// checkHost refuses DNS rebinding on every public route: a request that arrives on a
+// loopback address must name a loopback host, the site's own host, or a host of
+// ALLOWED_HOSTS (the Host a reverse proxy on the same machine passes on). A page that
+// rebinds its own name to 127.0.0.1 then reaches nothing: not the index, not the chat's
+// budget, not /mcp.
+func (a *App) checkHost(next echo.HandlerFunc) echo.HandlerFunc {
+	allowed := slices.Clone(a.cfg.AllowedHosts)
+	if a.cfg.SiteURL != "" {
+		if u, err := url.Parse(a.cfg.SiteURL); err == nil {
+			allowed = append(allowed, strings.ToLower(u.Hostname()))
+		}
+	}
+	return func(c echo.Context) error {
+		local, ok := c.Request().Context().Value(http.LocalAddrContextKey).(net.Addr)
+		if !ok {
+			return next(c)
+		}
+		tcp, ok := local.(*net.TCPAddr)
+		if !ok || !tcp.IP.IsLoopback() {
+			return next(c)
+		}
+		host := hostOnly(c.Request().Host)
+		if host == "localhost" || strings.HasSuffix(host, ".localhost") || slices.Contains(allowed, host) {
+			return next(c)
+		}
+		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+			return next(c)
+		}
+		return tools.Errorf(CodeOriginNotAllowed, "host %q is not allowed here; if a reverse proxy on this machine passes it on, add it to ALLOWED_HOSTS", tools.Truncate(host, 64))
+	}
 }
 
 // cors answers preflights and sets CORS headers for allowed origins. No credentials:

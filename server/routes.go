@@ -10,7 +10,7 @@ import (
 func (a *App) publicRoutes() *echo.Echo {
 	e := a.newEcho()
 	e.IPExtractor = ipExtractor(a.cfg.TrustedProxies)
-	e.Use(a.recoverer, a.observe)
+	e.Use(a.recoverer, a.observe, a.checkHost)
 
 	e.GET("/healthz", a.healthz)
 	e.GET("/readyz", a.readyz)
@@ -27,7 +27,7 @@ func (a *App) publicRoutes() *echo.Echo {
 
 	// Remote MCP (Streamable HTTP, stateless). The SDK answers GET and DELETE with 405.
 	e.Any("/mcp", methodNotAllowed("POST"), a.cors(), a.checkOrigin)
-	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp", a.serveMCP, a.cors(), a.checkOrigin, a.checkMCPHost)
+	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp", a.serveMCP, a.cors(), a.checkOrigin)
 
 	// The browser side: the flyout's assets, the WebMCP bridge and the relay's widget,
 	// and the pages of SITE_PAGES_DIR, one route each, with a 404 page for the rest.

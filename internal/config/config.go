@@ -43,7 +43,10 @@ type Config struct {
 	// true, or the non-public ranges allowed).
 	Fetch fetch.Options
 
-	MCPAllowedHosts []string // Host headers /mcp accepts on a loopback address beside localhost and SITE_URL's host
+	// AllowedHosts are the Host headers the public routes accept on a loopback address
+	// beside localhost, loopback IPs and SITE_URL's host (ALLOWED_HOSTS, and its former
+	// name MCP_ALLOWED_HOSTS).
+	AllowedHosts []string
 
 	SitePagesDir     string // Markdown pages served as the site; empty: no pages
 	WebMCPWidgetPath string // the relay's widget script from npm; empty: looked for where it is usually installed
@@ -134,7 +137,7 @@ const (
 	AreaSearch                   // SEARCH_*
 	AreaChat                     // LLM_*, CHAT_*
 	AreaAvailability             // AVAILABILITY_*
-	AreaSite                     // SITE_PAGES_DIR, WEBMCP_*, MCP_ALLOWED_HOSTS
+	AreaSite                     // SITE_PAGES_DIR, WEBMCP_*, ALLOWED_HOSTS
 	AreaRetention                // LEDGER_RETENTION_DAYS, EMBEDDING_CACHE_*
 	AreaFetch                    // FETCH_ALLOW_PRIVATE
 	AreaLog                      // LOG_LEVEL
@@ -313,7 +316,7 @@ func (ch *Chat) load(l *loader) {
 }
 
 func (c *Config) loadSite(l *loader) {
-	c.MCPAllowedHosts = l.hosts("MCP_ALLOWED_HOSTS")
+	c.AllowedHosts = append(l.hosts("ALLOWED_HOSTS"), l.hosts("MCP_ALLOWED_HOSTS")...)
 	c.SitePagesDir = l.str("SITE_PAGES_DIR", "")
 	c.WebMCPWidgetPath = l.str("WEBMCP_WIDGET_PATH", "")
 	c.WebMCPRelayPort = l.integer("WEBMCP_RELAY_PORT", 4797, 1, 65535)
