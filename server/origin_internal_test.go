@@ -26,4 +26,3 @@ func TestSameOrigin(t *testing.T) {
 		}
 	}
 }
-
