@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { parseInline, parseMarkdown } from '../widget/markdown.js';
+import { isSpace, parseInline, parseMarkdown, work } from '../widget/markdown.js';
+import { adversarialAnswers } from './adversarial.js';
 
 const t = (text) => ({ type: 'text', text });
 
@@ -86,5 +87,107 @@ describe('adversarial input', () => {
     assert.equal(inl.length, 1);
     assert.equal(inl[0].type, 'link');
     assert.equal(inl[0].href, '/pricing');
+  });
+});
+
+// The definition the parser keeps to, as plainly as it can be written (in time quadratic
+// in the input): at each "**", "`" or "[", the first closer after it.
+function definedInline(s) {
+  const out = [];
+  let text = '';
+  const flush = () => {
+    if (text) out.push({ type: 'text', text });
+    text = '';
+  };
+  for (let i = 0; i < s.length; ) {
+    if (s.startsWith('**', i)) {
+      const end = s.indexOf('**', i + 2);
+      if (end > i + 2) {
+        flush();
+        out.push({ type: 'strong', children: definedInline(s.slice(i + 2, end)) });
+        i = end + 2;
+        continue;
+      }
+    } else if (s[i] === '`') {
+      const end = s.indexOf('`', i + 1);
+      if (end > i + 1) {
+        flush();
+        out.push({ type: 'code', text: s.slice(i + 1, end) });
+        i = end + 1;
+        continue;
+      }
+    } else if (s[i] === '[') {
+      const close = s.indexOf(']', i + 1);
+      const url = close > i + 1 && s[close + 1] === '(' ? /^[^()\s]+\)/.exec(s.slice(close + 2)) : null;
+      if (url) {
+        flush();
+        out.push({ type: 'link', href: url[0].slice(0, -1), children: definedInline(s.slice(i + 1, close)) });
+        i = close + 2 + url[0].length;
+        continue;
+      }
+    }
+    text += s[i++];
+  }
+  flush();
+  return out;
+}
+
+function definedMarkdown(src) {
+  const blocks = [];
+  let cur = null;
+  for (const raw of String(src).replace(/\r\n?/g, '\n').split('\n')) {
+    const line = raw.trimEnd();
+    if (line.trim() === '') {
+      cur = null;
+      continue;
+    }
+    const ol = /^\s{0,3}(\d{1,9})[.)]\s+(.*)$/.exec(line);
+    const ul = ol ? null : /^\s{0,3}[-*+]\s+(.*)$/.exec(line);
+    if (ol || ul) {
+      const type = ol ? 'ol' : 'ul';
+      if (cur?.type !== type) blocks.push((cur = ol ? { type, items: [], start: Number(ol[1]) } : { type, items: [] }));
+      cur.items.push(definedInline(ol ? ol[2] : ul[1]));
+    } else if ((cur?.type === 'ol' || cur?.type === 'ul') && /^\s/.test(line)) {
+      cur.items[cur.items.length - 1].push({ type: 'br' }, ...definedInline(line.trim()));
+    } else {
+      if (cur?.type !== 'p') blocks.push((cur = { type: 'p', lines: [] }));
+      cur.lines.push(definedInline(line.trim()));
+    }
+  }
+  return blocks;
+}
+
+describe('linear time', () => {
+  const small = adversarialAnswers(2000);
+  for (const [name, src] of Object.entries(adversarialAnswers(20000))) {
+    it(`parses ${name} as defined, in steps linear in its length`, () => {
+      assert.deepEqual(parseMarkdown(small[name]), definedMarkdown(small[name]));
+      // Steps per character, the same at 20 000 and 80 000 characters. A parser that
+      // searches again from each opener takes thousands per character here.
+      for (const s of [src, src.repeat(4)]) {
+        const before = work.steps;
+        parseMarkdown(s);
+        const perChar = (work.steps - before) / s.length;
+        assert.ok(perChar <= 12, `${perChar.toFixed(1)} steps per character at ${s.length} characters`);
+      }
+    });
+  }
+
+  it('parses random short answers as defined', () => {
+    const parts = ['[', ']', '(', ')', '*', '**', '`', 'a', 'b', ' ', '\t', '\n', '\n\n', '\r', '- ', '+ ', '1. ', '12) ', '1234567890.', '  ', '\u2028', '\u00a0', '/x'];
+    let seed = 25;
+    const random = (n) => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed % n;
+    };
+    for (let k = 0; k < 20000; k++) {
+      let s = '';
+      for (let i = random(24); i > 0; i--) s += parts[random(parts.length)];
+      assert.deepEqual(parseMarkdown(s), definedMarkdown(s), JSON.stringify(s));
+    }
+  });
+
+  it('takes as white space what /\\s/ and trim take', () => {
+    for (let c = 0; c <= 0xffff; c++) assert.equal(isSpace(c), /\s/.test(String.fromCharCode(c)), `U+${c.toString(16)}`);
   });
 });
