@@ -66,7 +66,7 @@ func caddyEnv(t *testing.T, extra ...string) []string {
 // TestProxiesPassThrough runs nginx and Caddy with their configurations against a fake
 // sitetools and asserts what sitetools relies on: an event stream reaches the client
 // event by event (not buffered until the end), POST bodies and the Host pass unchanged,
-// and X-Forwarded-For is the client's address, whatever the client claimed.
+// and X-Forwarded-For and X-Real-IP are the client's address, whatever the client claimed.
 func TestProxiesPassThrough(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -104,7 +104,7 @@ func TestProxiesPassThrough(t *testing.T) {
 }
 
 // checkProxiedStream: an event stream through the proxy reaches the client event by
-// event, and the POST body, Host and X-Forwarded-For arrive as sitetools relies on.
+// event, and the POST body, Host and client address arrive as sitetools relies on.
 func checkProxiedStream(t *testing.T, up *fakeSitetools, base, addr, path string) {
 	// The fake holds the second event back until the first one arrived:
 	// through a buffering proxy neither the answer's header nor its
@@ -114,6 +114,7 @@ func checkProxiedStream(t *testing.T, up *fakeSitetools, base, addr, path string
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+path, strings.NewReader(`{"hello":"stream"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Forwarded-For", "203.0.113.9")
+	req.Header.Set("X-Real-IP", "203.0.113.10")
 	events := make(chan string)
 	errc := make(chan error, 1)
 	go func() {
@@ -154,12 +155,15 @@ func checkProxiedStream(t *testing.T, up *fakeSitetools, base, addr, path string
 	if got.xff != "127.0.0.1" {
 		t.Errorf("X-Forwarded-For %q, want the client's address 127.0.0.1 only", got.xff)
 	}
+	if got.realIP != "127.0.0.1" {
+		t.Errorf("X-Real-IP %q, want the client's address 127.0.0.1, not the one it sent", got.realIP)
+	}
 	if got.host != addr {
 		t.Errorf("Host %q, want %q as the client sent it", got.host, addr)
 	}
 }
 
-type seen struct{ method, body, xff, host string }
+type seen struct{ method, body, xff, realIP, host string }
 
 type fakeSitetools struct {
 	*httptest.Server
@@ -175,7 +179,8 @@ func newFakeSitetools(t *testing.T) *fakeSitetools {
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
-		f.requests = append(f.requests, seen{r.Method, string(b), r.Header.Get("X-Forwarded-For"), r.Host})
+		f.requests = append(f.requests, seen{r.Method, string(b), strings.Join(r.Header.Values("X-Forwarded-For"), ","),
+			strings.Join(r.Header.Values("X-Real-IP"), ","), r.Host})
 		f.mu.Unlock()
 		if r.Method != http.MethodPost {
 			fmt.Fprintf(w, "%s %s", r.Method, r.URL.Path)
@@ -239,12 +244,13 @@ func waitListening(t *testing.T, addr string) {
 }
 
 // startNginx runs deploy/proxy/nginx.conf with only its addresses changed: it listens
-// on listen and passes to upstream instead of compose's sitetools:8080.
+// on listen and passes every path to upstream instead of compose's sitetools:8080.
 func startNginx(t *testing.T, upstream, listen string) {
 	conf := string(readFile(t, filepath.Join(root(t), "deploy", "proxy", "nginx.conf")))
 	for old, repl := range map[string]string{
 		"listen 8080;":                          "listen " + listen + ";",
 		"set $sitetools http://sitetools:8080;": "set $sitetools http://" + upstream + ";",
+		"set $site http://sitetools:8080;":      "set $site http://" + upstream + ";",
 	} {
 		if !strings.Contains(conf, old) {
 			t.Fatalf("nginx.conf has no %q to replace", old)
@@ -265,7 +271,7 @@ func startNginx(t *testing.T, upstream, listen string) {
 
 // startCaddy runs deploy/proxy/Caddyfile as it is, configured by its variables.
 func startCaddy(t *testing.T, upstream, listen string) {
-	env := caddyEnv(t, "SITE_ADDRESS=http://"+listen, "SITETOOLS_UPSTREAM="+upstream)
+	env := caddyEnv(t, "SITE_ADDRESS=http://"+listen, "SITETOOLS_UPSTREAM="+upstream, "SITE_UPSTREAM="+upstream)
 	startProcess(t, env, proxyBinary(t, "caddy"), "run", "--adapter", "caddyfile",
 		"--config", filepath.Join(root(t), "deploy", "proxy", "Caddyfile"))
 }

@@ -1,19 +1,43 @@
 // A same-origin proxy from a Next.js (App Router) frontend to sitetools: GET and POST
-// pass through untouched, answers stream (the upstream body is returned as it arrives),
-// and the client address goes on in X-Forwarded-For for sitetools' rate limits.
+// pass through, answers stream (the upstream body is returned as it arrives), and the
+// client address goes on in X-Forwarded-For for sitetools' rate limits.
 //
 // Only standard Request/Response/fetch: no Next.js import, so the same function serves
 // any framework whose handlers take a Request.
 //
-//   SITETOOLS_URL   sitetools' address as this server reaches it, e.g. http://sitetools:8080
+//   SITETOOLS_URL                    sitetools' address as this server reaches it, e.g.
+//                                    http://sitetools:8080
+//   SITETOOLS_CLIENT_ADDRESS_HEADER  the request header that the proxy directly in front
+//                                    of this server always sets to its socket peer, e.g.
+//                                    x-forwarded-for (deploy/proxy/nginx.conf, Caddy,
+//                                    Vercel); unset: none (read per request)
 //
 // sitetools believes X-Forwarded-For only from TRUSTED_PROXIES: set it there to the
 // address this server's requests come from (a pod range, a private subnet).
 
 const upstream = process.env.SITETOOLS_URL ?? "http://127.0.0.1:8080";
 
-// Hop-by-hop headers (RFC 9110 §7.6.1) describe one connection and never pass a proxy.
-// Content-Length is recomputed by fetch; Host is the upstream's.
+// The request headers sitetools reads, and only those: a site's Cookie, Authorization
+// and whatever else its visitors send stay with the site. Content-Length is recomputed
+// by fetch, Host is the upstream's, and the client address is set below.
+const passed = [
+  "content-type",
+  "accept",
+  "accept-language",
+  "origin",
+  "idempotency-key",
+  "if-none-match",
+  // Remote MCP (Streamable HTTP).
+  "mcp-protocol-version",
+  "mcp-session-id",
+  "last-event-id",
+  // A CORS preflight.
+  "access-control-request-method",
+  "access-control-request-headers",
+];
+
+// Hop-by-hop headers (RFC 9110 §7.6.1) describe one connection and never pass a proxy;
+// nor does an answer's Content-Length, as its body is streamed on.
 const hopByHop = new Set([
   "connection",
   "keep-alive",
@@ -28,23 +52,21 @@ const hopByHop = new Set([
   "content-length",
 ]);
 
-// forwardedFor is the client address to pass on as X-Forwarded-For. A route handler
-// never sees the socket, so it can only pass on what the hosting platform's edge wrote:
-//
-// - X-Real-IP, where present, is one address the edge set itself (Vercel sets it; so does
-//   nginx with `proxy_set_header X-Real-IP $remote_addr`): it wins, and whatever the
-//   client put in X-Forwarded-For is dropped.
-// - Otherwise X-Forwarded-For is passed on whole (most platforms rewrite it and drop what
-//   the client sent): sitetools walks it from the right, skipping TRUSTED_PROXIES, so an
-//   entry a client forged at the left never counts.
-//
-// A bare `next start` sets X-Forwarded-For to the socket peer only when the request has
-// none, and passes a client's own on unchanged: put nginx or Caddy (deploy/proxy/) in
-// front of it, or an edge that sets one of these headers.
-function forwardedFor(req: Request): string | null {
-  const real = req.headers.get("x-real-ip")?.trim();
-  if (real) return real;
-  return req.headers.get("x-forwarded-for");
+// clientAddress is the visitor's address as the hop in front of this server saw it, or
+// null. A route handler never sees its socket peer, and `next start` passes whatever
+// X-Forwarded-For or X-Real-IP a client wrote on unchanged (it sets X-Forwarded-For to
+// the peer only when the request has none): no header can be believed unless a proxy in
+// front always sets it. SITETOOLS_CLIENT_ADDRESS_HEADER names that header; its last entry
+// is the one that proxy wrote (it overwrote the header or appended to it). Unset, no
+// address is passed on, and sitetools counts every visitor as this server: one shared
+// rate limit, but none a client can choose.
+function clientAddress(req: Request): string | null {
+  const header = process.env.SITETOOLS_CLIENT_ADDRESS_HEADER?.trim();
+  if (!header) return null;
+  const value = req.headers.get(header);
+  const last = value?.slice(value.lastIndexOf(",") + 1).trim() ?? "";
+  // An IPv4 or IPv6 address, nothing else (sitetools parses it again).
+  return last.length <= 45 && /^(\d{1,3}(\.\d{1,3}){3}|[0-9a-f.]*:[0-9a-f:.]*)$/i.test(last) ? last : null;
 }
 
 export async function proxyToSitetools(req: Request): Promise<Response> {
@@ -52,13 +74,12 @@ export async function proxyToSitetools(req: Request): Promise<Response> {
   const target = new URL(incoming.pathname + incoming.search, upstream);
 
   const headers = new Headers();
-  req.headers.forEach((value, name) => {
-    if (!hopByHop.has(name) && !name.startsWith("x-forwarded-") && name !== "x-real-ip") {
-      headers.set(name, value);
-    }
-  });
-  const xff = forwardedFor(req);
-  if (xff) headers.set("x-forwarded-for", xff);
+  for (const name of passed) {
+    const value = req.headers.get(name);
+    if (value !== null) headers.set(name, value);
+  }
+  const client = clientAddress(req);
+  if (client) headers.set("x-forwarded-for", client);
   headers.set("x-forwarded-proto", incoming.protocol.replace(/:$/, ""));
   headers.set("x-forwarded-host", incoming.host);
   // fetch would decompress a compressed answer but keep its Content-Encoding: ask for
