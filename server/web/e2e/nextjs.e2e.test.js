@@ -166,7 +166,9 @@ before(
       ['start', '--port', String(nextPort), '--hostname', '127.0.0.1'],
       {
         cwd: NEXT_DIR,
-        env: { PATH: process.env.PATH, HOME: run.home, NODE_ENV: 'production', NEXT_TELEMETRY_DISABLED: '1', SITETOOLS_URL: sitetools, WEBMCP_RELAY_PORT: String(relay.port) },
+        // The tests stand where the proxy in front of the frontend would, writing
+        // X-Forwarded-For (forwarded.e2e.test.js runs nginx there).
+        env: { PATH: process.env.PATH, HOME: run.home, NODE_ENV: 'production', NEXT_TELEMETRY_DISABLED: '1', SITETOOLS_URL: sitetools, SITETOOLS_CLIENT_ADDRESS_HEADER: 'x-forwarded-for', WEBMCP_RELAY_PORT: String(relay.port) },
       },
       logs.next,
     );
@@ -563,18 +565,18 @@ test('client addresses pass through the proxy to the per-client rate limit', asy
   // Another visitor behind the same proxy has a bucket of their own.
   assert.equal((await call('203.0.113.10')).status, 200);
 
-  // An edge that sets X-Real-IP: that address is the client, whatever X-Forwarded-For
-  // the client forged.
-  const real = (forged) =>
+  // Only the last address of X-Forwarded-For, the one the proxy in front wrote, is the
+  // client: entries the client put before it, and an X-Real-IP of its own, count for nothing.
+  const appended = (forged) =>
     fetch(`${origin}/api/chat/tools`, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', 'X-Real-IP': '203.0.113.50', 'X-Forwarded-For': forged },
+      headers: { 'Content-Type': 'application/json', 'X-Real-IP': forged, 'X-Forwarded-For': `${forged}, 203.0.113.50` },
       body: JSON.stringify({ name: 'search_site', arguments: { query: 'pricing' } }),
     });
   const forged = [];
-  for (let i = 0; i <= RATE_LIMIT; i++) forged.push((await real(`198.51.100.${i + 1}`)).status);
+  for (let i = 0; i <= RATE_LIMIT; i++) forged.push((await appended(`198.51.100.${i + 1}`)).status);
   assert.deepEqual(forged.slice(0, RATE_LIMIT), Array(RATE_LIMIT).fill(200));
-  assert.equal(forged[RATE_LIMIT], 429, 'a forged X-Forwarded-For gave the client a fresh bucket');
+  assert.equal(forged[RATE_LIMIT], 429, 'a forged X-Real-IP or X-Forwarded-For entry gave the client a fresh bucket');
 });
 
 test('the tab spoke only to its own origin and the relay', async () => {
