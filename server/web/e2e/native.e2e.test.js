@@ -21,6 +21,7 @@ import {
   startFakeLLM,
   until,
 } from './harness.js';
+import { showsPath } from './steps.js';
 
 const run = new Run({ console: [], pageErrors: [] });
 const { logs, seen } = run;
@@ -112,24 +113,30 @@ test('executeTool on search_site gives the JSON endpoint’s answer', async () =
 
 test('an executeTool whose signal is aborted cancels the server request', async () => {
   const before = { cancelled: embed.cancelled, started: embed.slowStarted, lines: logs.serve.length };
-  const outcome = await page.evaluate(async () => {
-    const tool = (await document.modelContext.getTools()).find((t) => t.name === 'search_site');
-    const ctl = new AbortController();
-    const call = document.modelContext.executeTool(tool, { query: 'slowpoke question about audits' }, { signal: ctl.signal });
-    // Abort once the question has reached the provider (the fake answers it in 8 s).
-    const started = performance.now();
-    await new Promise((r) => setTimeout(r, 500));
-    ctl.abort();
-    try {
-      await call;
-      return { settled: 'resolved', ms: performance.now() - started };
-    } catch (e) {
-      return { settled: `rejected ${e.name}`, ms: performance.now() - started };
-    }
+  // The call starts in the tab; it is aborted once the question has reached the provider
+  // (which holds it for 8 s).
+  await page.evaluate(() => {
+    const call = (window.__call = { ctl: new AbortController(), settled: '', aborted: 0, ms: 0 });
+    (async () => {
+      const tool = (await document.modelContext.getTools()).find((t) => t.name === 'search_site');
+      try {
+        await document.modelContext.executeTool(tool, { query: 'slowpoke question about audits' }, { signal: call.ctl.signal });
+        call.settled = 'resolved';
+      } catch (e) {
+        call.settled = `rejected ${e.name}`;
+      }
+      call.ms = performance.now() - call.aborted;
+    })();
   });
+  await until('the query to reach the provider', async () => embed.slowStarted === before.started + 1);
+  await page.evaluate(() => {
+    window.__call.aborted = performance.now();
+    window.__call.ctl.abort();
+  });
+  const outcome = await (await page.waitForFunction(() => window.__call.settled && { settled: window.__call.settled, ms: window.__call.ms })).jsonValue();
   assert.equal(outcome.settled, 'rejected AbortError');
-  assert.ok(outcome.ms < 5000, `the call settled after ${outcome.ms} ms`);
-  assert.equal(embed.slowStarted, before.started + 1, 'the query reached the provider');
+  assert.ok(outcome.ms < 5000, `the call settled ${outcome.ms} ms after the abort`);
+  assert.equal(embed.slowStarted, before.started + 1, 'the query reached the provider once');
   // The tab's fetch was aborted; sitetools noticed the disconnect and cancelled the
   // provider call, which the provider observed.
   await until('the provider to see the request go away', async () => embed.cancelled === before.cancelled + 1, { timeout: 8000 });
@@ -216,7 +223,8 @@ test('open_page refuses every hostile url in real Chromium; the tab stays on the
   // And a good one still navigates.
   const ok = await callNative(page, 'open_page', { url: '/services/' });
   assert.equal(ok.isError, false, resultText(ok));
-  await until('the services page', async () => new URL(page.url()).pathname === '/services/');
+  assert.equal(ok.structuredContent.url, '/services/');
+  await showsPath(page, '/services/');
 });
 
 test('a streamed answer full of hostile links renders none of them as a link off the site', async () => {
@@ -241,7 +249,7 @@ test('a streamed answer full of hostile links renders none of them as a link off
   // Clicking the one real link stays in the tab, through the site's router.
   await page.evaluate(() => (window.__marker = 'before the link'));
   await page.click('#sitetools-chat-log .msg-assistant a');
-  await until('the pricing page', async () => new URL(page.url()).pathname === '/pricing');
+  await showsPath(page, '/pricing');
   assert.equal(await page.evaluate(() => window.__marker), 'before the link');
 });
 

@@ -32,7 +32,7 @@ import {
   until,
   webDir,
 } from './harness.js';
-import { axeViolations, checkPrefill, deepFocus, inFreshTab } from './steps.js';
+import { answeredOn, axeViolations, checkPrefill, deepFocus, inFreshTab, recordAnswers, relayUI, showsPath } from './steps.js';
 
 const NEXT_DIR = path.join(repo, 'deploy/nextjs');
 const NEXT_BIN = path.join(NEXT_DIR, 'node_modules/.bin/next');
@@ -310,16 +310,18 @@ test('the relay reaches sitetools through the Next.js origin', async () => {
   assert.ok(seen.requests.slice(before).some((r) => r.url === `${origin}/api/chat/tools` && r.method === 'POST'));
 });
 
-test('open_page navigates through Next’s client router; the widget stays as it was', async () => {
+test('open_page navigates through Next’s client router, answers once the page is shown; the widget stays as it was', async () => {
   await page.evaluate(() => {
     window.__marker = 'same document';
     document.querySelector('sitetools-chat').dataset.marker = 'same element';
   });
+  await recordAnswers(page);
   const r = await run.callTool('open_page', { url: '/services/web-platforms' });
   assert.equal(r.isError, false, resultText(r));
   assert.equal(r.structuredContent.status, 200);
   assert.equal(r.structuredContent.url, '/services/web-platforms');
-  assert.equal(new URL(page.url()).pathname, '/services/web-platforms');
+  assert.deepEqual(await answeredOn(page), { path: '/services/web-platforms', h1: 'Web platforms' }, 'what the tab showed when it answered');
+  await showsPath(page, '/services/web-platforms');
   assert.equal((await page.textContent('main h1')).trim(), 'Web platforms');
   assert.equal(await page.evaluate(() => window.__marker), 'same document');
   assert.equal(await page.evaluate(() => document.querySelector('sitetools-chat')?.dataset.marker), 'same element');
@@ -331,6 +333,7 @@ test('open_page navigates through Next’s client router; the widget stays as it
   const missing = await run.callTool('open_page', { url: '/no-such-page' });
   assert.equal(missing.isError, true);
   assert.match(resultText(missing), /search_site/);
+  assert.equal((await answeredOn(page)).path, '/no-such-page', 'Next shows its not-found page there');
   assert.equal(await page.evaluate(() => window.__marker), 'same document');
 
   const refused = await run.callTool('open_page', { url: 'https://evil.example/' });
@@ -340,8 +343,8 @@ test('open_page navigates through Next’s client router; the widget stays as it
 
 test('a link in an answer goes through the router too', async () => {
   await page.click(`#sitetools-chat-log .msg-assistant a[href="${origin}/pricing"]`);
-  await until('the pricing page', async () => new URL(page.url()).pathname === '/pricing');
-  await until('its heading', async () => (await page.textContent('main h1')).trim() === 'Pricing');
+  await showsPath(page, '/pricing');
+  await page.waitForFunction(() => document.querySelector('main h1')?.textContent.trim() === 'Pricing');
   assert.equal(await page.evaluate(() => window.__marker), 'same document');
   assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'data-state'), 'connected');
 });
@@ -358,31 +361,84 @@ test('prefill_contact_form fills the Next.js contact form and overwrites nothing
   assert.equal(await page.evaluate(() => window.__marker), 'same document');
 });
 
-test('a hostile host stylesheet leaves the widget as it was', async () => {
-  await openFlyout(page);
-  const hostBefore = await hostStyles(page);
-  const before = await widgetStyles(page);
-  assert.ok(Object.keys(before).length >= 8, Object.keys(before).join(' '));
-  await page.evaluate(
+/**
+ * addHostileSheet links /test/hostile.css in p and adds, through the CSSOM, rules that
+ * undo every way of hiding an element a page stylesheet can undo, aimed at the relay's
+ * widget too; it resolves once the sheet applies.
+ */
+function addHostileSheet(p) {
+  return p.evaluate(
     () =>
       new Promise((resolve, reject) => {
         const link = document.createElement('link');
         link.rel = 'stylesheet';
         link.href = '/test/hostile.css';
         link.id = 'hostile';
-        link.onload = resolve;
+        link.onload = () => {
+          const unhide = 'display: block !important; visibility: visible !important; opacity: 1 !important; content-visibility: visible !important';
+          for (const sel of ['[data-webmcp-widget], [data-webmcp-widget] *', '[inert], [aria-hidden="true"], [style*="none"]', 'body > :not(sitetools-chat, script, style, link, template)']) {
+            link.sheet.insertRule(`${sel} { ${unhide} }`, link.sheet.cssRules.length);
+          }
+          resolve();
+        };
         link.onerror = () => reject(new Error('hostile.css did not load'));
         document.head.appendChild(link);
       }),
   );
+}
+
+/**
+ * hiddenAsBefore adds to p's body an element hidden the way the bridge used to hide the
+ * relay's UI (the hidden attribute and an inline display: none), which a hostile sheet
+ * shows: the proof that the sheet would show the relay's UI had the bridge not kept it
+ * out of the page's reach. It says whether the element is rendered, and removes it.
+ */
+function hiddenAsBefore(p) {
+  return p.evaluate(() => {
+    const el = document.createElement('div');
+    el.textContent = 'Disconnect';
+    el.hidden = true;
+    el.style.display = 'none';
+    document.body.appendChild(el);
+    const rendered = el.getClientRects().length > 0;
+    el.remove();
+    return rendered;
+  });
+}
+
+test('a hostile host stylesheet leaves the widget as it was and the relay’s UI hidden, connected', async () => {
+  await openFlyout(page);
+  assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'data-state'), 'connected');
+  assert.deepEqual(await relayUI(page), { present: true, rendered: [] }, 'before the hostile stylesheet');
+  const hostBefore = await hostStyles(page);
+  const before = await widgetStyles(page);
+  assert.ok(Object.keys(before).length >= 8, Object.keys(before).join(' '));
+  await addHostileSheet(page);
   // The stylesheet did hit the page itself…
   const hostAfter = await hostStyles(page);
   assert.notDeepEqual(hostAfter.button, hostBefore.button, 'the hostile stylesheet changed nothing on the page: the check proves nothing');
   assert.notEqual(hostAfter.h1['font-family'], hostBefore.h1['font-family']);
-  // …and nothing of the widget.
+  assert.ok(await hiddenAsBefore(page), 'the hostile stylesheet shows no hidden element: the check proves nothing');
+  // …and nothing of the widget, nor of the relay's widget, which still works.
   assert.deepEqual(await widgetStyles(page), before);
   assert.deepEqual(await panelFits(page), []);
+  assert.deepEqual(await relayUI(page), { present: true, rendered: [] }, 'the relay’s UI under the hostile stylesheet');
+  const r = await run.callTool('search_site', { query: 'pricing' });
+  assert.equal(r.isError, false, resultText(r));
   await page.evaluate(() => document.getElementById('hostile').remove());
+});
+
+test('a hostile host stylesheet leaves the relay’s UI hidden before the visitor connects', async () => {
+  await inFreshTab(run.browser, `${origin}/`, async (p) => {
+    await addHostileSheet(p);
+    assert.ok(await hiddenAsBefore(p), 'the hostile stylesheet shows no hidden element: the check proves nothing');
+    // The bridge makes the relay's widget once the tab is idle.
+    await p.waitForSelector('[data-webmcp-widget]', { state: 'attached' });
+    assert.equal(await p.getAttribute('#sitetools-webmcp-pill', 'data-state'), 'disconnected');
+    assert.deepEqual(await relayUI(p), { present: true, rendered: [] });
+    // The tab looks as it did: nothing of the relay's in the corner.
+    assert.equal(await p.getByText('Disconnect', { exact: true }).filter({ visible: true }).count(), 0);
+  });
 });
 
 test('the widget’s styles do not leak into the page', async () => {

@@ -1,5 +1,6 @@
 // What the end-to-end tests do in a tab and check of it: a fresh tab of its own, the
-// contact form the visitor's MCP client prefills, focus inside the widget, axe-core.
+// page the tab showed when it answered a tool call, the relay's hidden UI, the contact
+// form the visitor's MCP client prefills, focus inside the widget, axe-core.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -23,6 +24,54 @@ export async function inFreshTab(browser, url, fn, options = {}) {
   }
 }
 
+/**
+ * recordAnswers makes the tab note, whenever it sends a tool's answer to the relay, the
+ * page it shows at that moment: its path and the main heading (see answeredOn). What an
+ * answer says is on screen is checked at the moment it is said, in the page itself:
+ * Playwright's page.url() hears of a client-side navigation by an event of its own,
+ * which may come after the answer.
+ */
+export function recordAnswers(page) {
+  return page.evaluate(() => {
+    if (window.__answers) return;
+    window.__answers = [];
+    const send = WebSocket.prototype.send;
+    WebSocket.prototype.send = function (data) {
+      if (typeof data === 'string' && data.includes('"type":"toolResponse"')) {
+        window.__answers.push({ path: location.pathname, h1: document.querySelector('main h1')?.textContent.trim() ?? '' });
+      }
+      return send.call(this, data);
+    };
+  });
+}
+
+/** answeredOn is the page the tab showed when it sent its last answer to the relay. */
+export function answeredOn(page) {
+  return page.evaluate(() => window.__answers?.at(-1) ?? null);
+}
+
+/** showsPath waits for Playwright to hear that the tab shows path (the event, not a poll). */
+export function showsPath(page, path) {
+  return page.waitForURL((u) => u.pathname === path);
+}
+
+/**
+ * relayUI is what the tab renders of the relay's own widget, which the bridge runs
+ * headless: whether its element is in the document, and the element and those of its
+ * descendants that have a box or are visible.
+ */
+export function relayUI(page) {
+  return page.evaluate(() => {
+    const el = document.querySelector('[data-webmcp-widget]');
+    const rendered = el
+      ? [el, ...el.querySelectorAll('*')]
+          .filter((n) => n.getClientRects().length > 0 || n.checkVisibility({ opacityProperty: true, visibilityProperty: true }))
+          .map((n) => `${n.tagName.toLowerCase()}.${n.className || ''} ${n.textContent.trim().slice(0, 30)}`)
+      : [];
+    return { present: !!el, rendered };
+  });
+}
+
 const TYPED_NAME = 'Typed By The Visitor';
 const PREFILL = {
   name: 'Name The Client Guessed',
@@ -41,7 +90,9 @@ export async function checkPrefill(run, page) {
   const { requests } = run.seen;
   const opened = await run.callTool('open_page', { url: '/contact' });
   assert.equal(opened.isError, false, resultText(opened));
-  await page.waitForSelector('form[data-contact-form]');
+  // Shown when the tab answered: the form is there at once.
+  assert.equal(await page.locator('form[data-contact-form]').count(), 1);
+  await showsPath(page, '/contact');
   await page.fill(field('name'), TYPED_NAME);
   await page.evaluate(() => {
     window.__submits = 0;

@@ -24,7 +24,7 @@ import {
   until,
   webDir,
 } from './harness.js';
-import { axeViolations, checkPrefill, deepFocus } from './steps.js';
+import { answeredOn, axeViolations, checkPrefill, deepFocus, recordAnswers, showsPath } from './steps.js';
 
 const SCREENSHOT = process.env.E2E_SCREENSHOT || path.join(webDir, 'e2e/screenshot.png');
 const DB_NAME = 'sitetools_e2e';
@@ -140,9 +140,11 @@ test('an HTTP error of the site reaches the client as an isError result', async 
 
 test('open_page navigates the tab and refuses other sites', async () => {
   const before = await page.evaluate(() => performance.getEntriesByType('navigation').length + ':' + performance.timeOrigin);
+  await recordAnswers(page);
   const r = await run.callTool('open_page', { url: '/services/web-platforms' });
   assert.equal(r.isError, false, resultText(r));
-  await until('the tab to show the page', async () => new URL(page.url()).pathname === '/services/web-platforms');
+  assert.deepEqual(await answeredOn(page), { path: '/services/web-platforms', h1: 'Web platforms' }, 'what the tab showed when it answered');
+  await showsPath(page, '/services/web-platforms');
   assert.equal((await page.textContent('#sitetools-main h1')).trim(), 'Web platforms');
   // Client-side navigation: the same document, still connected.
   assert.equal(await page.evaluate(() => performance.getEntriesByType('navigation').length + ':' + performance.timeOrigin), before);
@@ -150,7 +152,8 @@ test('open_page navigates the tab and refuses other sites', async () => {
 
   const abs = await run.callTool('open_page', { url: `${site}/pricing` });
   assert.equal(abs.isError, false, resultText(abs));
-  await until('the pricing page', async () => new URL(page.url()).pathname === '/pricing');
+  assert.equal((await answeredOn(page)).path, '/pricing');
+  await showsPath(page, '/pricing');
 
   for (const url of [
     'https://evil.example/',
@@ -169,8 +172,50 @@ test('open_page navigates the tab and refuses other sites', async () => {
   const missing = await run.callTool('open_page', { url: '/no-such-page' });
   assert.equal(missing.isError, true);
   assert.match(resultText(missing), /search_site/);
-  await until('the 404 page', async () => (await page.textContent('#sitetools-main h1')).trim() === 'Page not found');
-  assert.equal(new URL(page.url()).pathname, '/no-such-page');
+  assert.deepEqual(await answeredOn(page), { path: '/no-such-page', h1: 'Page not found' });
+  await showsPath(page, '/no-such-page');
+});
+
+/**
+ * withRouter has the tab's next `sitetools:navigate` taken by a router of another kind
+ * than the site's own: its promise says at once that the page is shown, and it shows the
+ * page in a later task ('shows later') or never ('never shows').
+ */
+function withRouter(kind) {
+  return page.evaluate((kind) => {
+    const take = (e) => {
+      e.stopImmediatePropagation();
+      e.preventDefault();
+      const { detail } = e;
+      detail.done = Promise.resolve({ status: 200, url: detail.url, title: '' });
+      if (kind !== 'shows later') return;
+      const later = new MessageChannel();
+      later.port1.onmessage = () => {
+        history.pushState({}, '', detail.url);
+        document.querySelector('main h1').textContent = 'Shown later';
+      };
+      later.port2.postMessage(0);
+    };
+    document.addEventListener('sitetools:navigate', take, { capture: true, once: true });
+  }, kind);
+}
+
+test('open_page answers once the tab shows the page, not when a router says it does', async () => {
+  await recordAnswers(page);
+  await withRouter('shows later');
+  const r = await run.callTool('open_page', { url: '/faq' });
+  assert.equal(r.isError, false, resultText(r));
+  assert.deepEqual(await answeredOn(page), { path: '/faq', h1: 'Shown later' }, 'what the tab showed when it answered');
+  await showsPath(page, '/faq');
+
+  // A router that says it showed the page and never does: after its bound, open_page
+  // says so rather than claiming the page is shown.
+  await withRouter('never shows');
+  const never = await run.callTool('open_page', { url: '/pricing' });
+  assert.equal(never.isError, true, resultText(never));
+  assert.match(resultText(never), /did not show \/pricing .*still shows \/faq/);
+  assert.equal(never.structuredContent.tab, '/faq');
+  assert.equal((await answeredOn(page)).path, '/faq');
 });
 
 test('prefill_contact_form fills only empty fields and submits nothing', async () => {
@@ -281,8 +326,9 @@ test('the flyout and the pill work from the keyboard', async () => {
 
 test('every request of the tab is same-origin; the server saw no foreign Origin', async (t) => {
   // Back home for the screenshot: the flyout open, the pill green.
-  await run.callTool('open_page', { url: '/' });
-  await until('home', async () => new URL(page.url()).pathname === '/');
+  const home = await run.callTool('open_page', { url: '/' });
+  assert.equal(home.isError, false, resultText(home));
+  await showsPath(page, '/');
   if (await page.isHidden('#sitetools-chat-panel')) await page.click('#sitetools-chat-launcher');
   if (await page.isVisible('#sitetools-webmcp-card')) await page.click('#sitetools-webmcp-pill');
   assert.equal(await page.getAttribute('#sitetools-webmcp-pill', 'data-state'), 'connected');

@@ -17,7 +17,9 @@
 //   sitetools:webmcp-disconnect  (listened to)
 //   sitetools:navigate           (dispatched, cancelable) detail {url, done}: a client-side
 //                                router calls preventDefault() and sets done to a promise
-//                                of {status, url, title}; unhandled, the tab loads the url
+//                                of {status, url, title}; open_page answers once that
+//                                promise has resolved and the tab shows url (within 10 s);
+//                                unhandled, the tab loads the url
 //   sitetools:transcript-changed (dispatched) after save_conversation wrote the transcript
 //
 // Include it as <script type="module" src="/webmcp/bridge.js"></script>. It starts by
@@ -119,13 +121,27 @@ function loadWidget() {
   });
 }
 
+// hideWidgetUI keeps the relay widget's own UI out of sight whatever the page's stylesheet
+// says (a reset with `[hidden] { display: block !important }` or `div { display: block
+// !important }` would show it). The widget finds its element with
+// document.getElementById, so the element stays in the document, but as a child of a
+// shadow host whose shadow root has no <slot>: a child that no slot takes is not
+// rendered, and no rule of the page can change that. The host and the element are
+// display:none as an inline !important declaration too, which beats any rule of a
+// stylesheet, set through the CSSOM, which a strict Content-Security-Policy allows.
 function hideWidgetUI() {
-  for (const el of document.querySelectorAll('[data-webmcp-widget]')) {
+  const els = [...document.querySelectorAll('[data-webmcp-widget]')];
+  if (!els.length) return;
+  const host = document.createElement('sitetools-relay');
+  host.attachShadow({ mode: 'open' });
+  for (const el of [host, ...els]) {
     el.hidden = true;
-    el.style.display = 'none';
+    el.style.setProperty('display', 'none', 'important');
     el.setAttribute('aria-hidden', 'true');
     el.setAttribute('inert', '');
   }
+  host.append(...els);
+  document.body.appendChild(host);
 }
 
 const WIDGET_STATES = { connected: 'connected', connecting: 'connecting', 'pending-auth': 'connecting', disconnected: 'disconnected' };
@@ -258,14 +274,103 @@ export function askRouter(g) {
   return { taken: ev.defaultPrevented, done: detail.done };
 }
 
+// How long open_page waits for a page that the site's router took to be shown in the tab,
+// from the call: past it, the agent is told the page is not shown rather than that it is.
+const SHOW_MS = 10000;
+
+/** tabPage is the page the tab shows: its path and query. */
+function tabPage() {
+  return location.pathname + location.search;
+}
+
+/** pageOf is the path and query of url on this site, or '' when it is not one. */
+function pageOf(url) {
+  try {
+    const u = new URL(url, location.href);
+    return u.origin === location.origin ? u.pathname + u.search : '';
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * untilShown resolves true once the tab's address is page (path and query) and, in a tab
+ * the visitor can see, the browser has drawn a frame since; false at deadline (a
+ * performance.now() time). A router may resolve before it has changed the address, and
+ * history.pushState fires no event but the Navigation API's currententrychange: the
+ * address is checked on that, on popstate and on every change to the document, and every
+ * 100 ms where the browser has no Navigation API.
+ */
+function untilShown(page, deadline) {
+  const nav = globalThis.navigation;
+  const atPage = new Promise((resolve) => {
+    const observer = new MutationObserver(check);
+    const every = nav ? 0 : setInterval(check, 100);
+    const timer = setTimeout(() => finish(false), Math.max(0, deadline - performance.now()));
+    function finish(ok) {
+      observer.disconnect();
+      clearInterval(every);
+      clearTimeout(timer);
+      nav?.removeEventListener?.('currententrychange', check);
+      removeEventListener('popstate', check);
+      resolve(ok);
+    }
+    function check() {
+      if (tabPage() === page) finish(true);
+    }
+    observer.observe(document.documentElement, { subtree: true, childList: true, characterData: true });
+    nav?.addEventListener?.('currententrychange', check);
+    addEventListener('popstate', check);
+    check();
+  });
+  return atPage.then((ok) => ok && drawn(deadline));
+}
+
+/**
+ * drawn resolves true after the browser's next frame (a hidden tab draws none: there it
+ * resolves at once), false at deadline.
+ */
+function drawn(deadline) {
+  if (document.visibilityState !== 'visible' || typeof requestAnimationFrame !== 'function') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), Math.max(0, deadline - performance.now()));
+    // The frame's callbacks run before it is drawn; a task queued from them runs after.
+    requestAnimationFrame(() =>
+      setTimeout(() => {
+        clearTimeout(timer);
+        resolve(true);
+      }),
+    );
+  });
+}
+
+/** beforeDeadline is what p resolves to, or fallback once deadline has passed. */
+function beforeDeadline(p, deadline, fallback) {
+  let timer = 0;
+  const late = new Promise((resolve) => {
+    timer = setTimeout(() => resolve(fallback), Math.max(0, deadline - performance.now()));
+  });
+  return Promise.race([Promise.resolve(p), late]).finally(() => clearTimeout(timer));
+}
+
 /**
  * navigate shows a page in this tab, as guardSameOrigin returned it: through the page's
- * router if it has one.
+ * router if it has one, and then only once the tab shows it. It resolves to {status,
+ * url, title, shown}; shown is false when the router took the page but the tab did not
+ * show it in time.
  */
 async function navigate(g) {
+  const deadline = performance.now() + SHOW_MS;
   const path = g.path;
   const r = askRouter(g);
-  if (r.taken && r.done) return r.done;
+  if (r.taken && r.done) {
+    const res = await beforeDeadline(r.done, deadline, null);
+    if (!res) return { status: 0, url: path, title: '', shown: false };
+    // Where the router says it went (a redirect may have taken it elsewhere).
+    const page = pageOf(res.url || path) || pageOf(path);
+    const shown = await untilShown(page, deadline);
+    return { status: res.status, url: res.url || path, title: res.title || '', shown };
+  }
   // No router: ask the site whether the page exists, answer, then load it.
   let status = 0;
   try {
@@ -274,7 +379,7 @@ async function navigate(g) {
     status = 0;
   }
   setTimeout(() => location.assign(g.url), 50);
-  return { status, url: path, title: '' };
+  return { status, url: path, title: '', shown: false, loading: true };
 }
 
 async function openPage(args) {
@@ -291,6 +396,16 @@ async function openPage(args) {
     );
   }
   if (r.status && r.status >= 400) return errorResult(`The site answered HTTP ${r.status} for ${g.path}.`, { url: g.path, status: r.status });
+  if (r.loading) {
+    // The tab loads the page anew, which ends this script: the answer goes first.
+    return textResult(`The tab is loading ${r.url}.`, { url: r.url, title: '', status: r.status });
+  }
+  if (!r.shown) {
+    return errorResult(
+      `The site did not show ${g.path} within ${SHOW_MS / 1000} s; the tab still shows ${tabPage()}. Try again, or give the visitor the link.`,
+      { url: g.path, status: r.status, tab: tabPage() },
+    );
+  }
   return textResult(`The tab now shows ${r.url}${r.title ? ` (“${r.title}”)` : ''}.`, { url: r.url, title: r.title, status: r.status });
 }
 
@@ -308,6 +423,7 @@ async function prefillContactForm(args) {
     const page = contactPage();
     const r = await navigate(page);
     form = document.querySelector('[data-contact-form]');
+    if (!form && r.shown === false && !r.loading) return errorResult(`The site did not show its contact page ${page.path} within ${SHOW_MS / 1000} s; nothing was filled in.`);
     if (!form) return errorResult(`This site has no contact form${r.status === 404 ? '' : ' on ' + page.path}.`);
   }
   const fields = {};
