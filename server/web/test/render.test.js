@@ -94,10 +94,7 @@ describe('renderMarkdown', () => {
     const first = stored.map((m) => html(renderMarkdown(m, ORIGIN)));
     const steps = work.steps;
     for (let shown = 0; shown < 3; shown++) {
-      assert.deepEqual(
-        stored.map((m) => html(renderMarkdown(m, ORIGIN))),
-        first,
-      );
+      assert.deepEqual(stored.map((m) => html(renderMarkdown(m, ORIGIN))), first);
     }
     assert.equal(work.steps, steps, 'the stored answers were parsed again');
   });
