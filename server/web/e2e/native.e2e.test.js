@@ -218,7 +218,7 @@ test('open_page refuses every hostile url in real Chromium; the tab stays on the
     assert.equal(r.isError, true, `${JSON.stringify(url)}: ${resultText(r)}`);
     assert.match(resultText(r), /^Refused: /, JSON.stringify(url));
   }
-  assert.equal(page.url(), `${site}/pricing`);
+  assert.equal(await page.evaluate(() => location.href), `${site}/pricing`, 'the tab itself, not what Playwright heard last');
   assert.equal(await page.evaluate(() => window.__marker), 'same document');
   // And a good one still navigates.
   const ok = await callNative(page, 'open_page', { url: '/services/' });

@@ -167,7 +167,7 @@ test('open_page navigates the tab and refuses other sites', async () => {
     assert.equal(refused.isError, true, `${url}: ${resultText(refused)}`);
     assert.match(resultText(refused), /^Refused: /);
   }
-  assert.equal(new URL(page.url()).pathname, '/pricing');
+  assert.equal(await page.evaluate(() => location.pathname), '/pricing', 'the tab itself, not what Playwright heard last');
 
   const missing = await run.callTool('open_page', { url: '/no-such-page' });
   assert.equal(missing.isError, true);
