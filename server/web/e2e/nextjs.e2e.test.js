@@ -605,6 +605,27 @@ test('screenshots: the widget on the Next.js site, desktop and a 390 px phone', 
   t.diagnostic(`390 px phone: ${closed}, ${open}`);
 });
 
+/**
+ * untilLimited makes call(i) for i = 0, 1, … until the rate limit answers 429, at most
+ * 3 × RATE_LIMIT times. It returns how many calls were allowed before the first 429 (-1
+ * when none came), the most a limit of RATE_LIMIT a minute may allow in the time they
+ * took (the burst, and what refilled meanwhile: a loaded machine is slow), and the 429's
+ * Retry-After.
+ */
+async function untilLimited(call) {
+  const started = performance.now();
+  for (let i = 0; i < 3 * RATE_LIMIT; i++) {
+    const res = await call(i);
+    await res.arrayBuffer();
+    if (res.status === 429) {
+      const refilled = Math.floor((performance.now() - started) / (60000 / RATE_LIMIT));
+      return { allowed: i, most: RATE_LIMIT + refilled, retryAfter: Number(res.headers.get('retry-after')) };
+    }
+    assert.equal(res.status, 200, `call ${i}`);
+  }
+  return { allowed: -1, most: RATE_LIMIT, retryAfter: 0 };
+}
+
 test('client addresses pass through the proxy to the per-client rate limit', async () => {
   const call = (ip) =>
     fetch(`${origin}/api/chat/tools`, {
@@ -612,12 +633,9 @@ test('client addresses pass through the proxy to the per-client rate limit', asy
       headers: { 'Content-Type': 'application/json', 'X-Forwarded-For': ip },
       body: JSON.stringify({ name: 'search_site', arguments: { query: 'pricing' } }),
     });
-  const statuses = [];
-  for (let i = 0; i <= RATE_LIMIT; i++) statuses.push((await call('203.0.113.9')).status);
-  assert.deepEqual(statuses.slice(0, RATE_LIMIT), Array(RATE_LIMIT).fill(200));
-  const limited = await call('203.0.113.9');
-  assert.equal(limited.status, 429);
-  assert.ok(Number(limited.headers.get('retry-after')) > 0);
+  const one = await untilLimited(() => call('203.0.113.9'));
+  assert.ok(one.allowed >= RATE_LIMIT && one.allowed <= one.most, `one client was allowed ${one.allowed} calls; the limit allows ${RATE_LIMIT} to ${one.most}`);
+  assert.ok(one.retryAfter > 0);
   // Another visitor behind the same proxy has a bucket of their own.
   assert.equal((await call('203.0.113.10')).status, 200);
 
@@ -629,10 +647,11 @@ test('client addresses pass through the proxy to the per-client rate limit', asy
       headers: { 'Content-Type': 'application/json', 'X-Real-IP': forged, 'X-Forwarded-For': `${forged}, 203.0.113.50` },
       body: JSON.stringify({ name: 'search_site', arguments: { query: 'pricing' } }),
     });
-  const forged = [];
-  for (let i = 0; i <= RATE_LIMIT; i++) forged.push((await appended(`198.51.100.${i + 1}`)).status);
-  assert.deepEqual(forged.slice(0, RATE_LIMIT), Array(RATE_LIMIT).fill(200));
-  assert.equal(forged[RATE_LIMIT], 429, 'a forged X-Real-IP or X-Forwarded-For entry gave the client a fresh bucket');
+  const forging = await untilLimited((i) => appended(`198.51.100.${i + 1}`));
+  assert.ok(
+    forging.allowed >= RATE_LIMIT && forging.allowed <= forging.most,
+    `a forged X-Real-IP or X-Forwarded-For entry gave the client a fresh bucket: ${forging.allowed} calls allowed; the limit allows ${RATE_LIMIT} to ${forging.most}`,
+  );
 });
 
 test('the tab spoke only to its own origin and the relay', async () => {
