@@ -5,7 +5,10 @@
 // again (copied from its first build). The baseline, measured in the same run, is the
 // same number of characters shown as one text node, its runs alternating with the
 // render's. Goal: under 20 ms for each, as the median after one pass that is not judged
-// (the parser's code not yet compiled); that first pass is printed too.
+// (the parser's code not yet compiled); that first pass is printed too. An answer that
+// needs more elements or blocks than render.js's BUDGET is shown as that many and one
+// element holding the rest as text, as in the widget: the shapes of thousands of
+// paragraphs, line breaks, items or links are timed so.
 //
 //   cd server/web && node bench/render.bench.js        (make bench runs it)
 //

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 
 import { work } from '../widget/markdown.js';
+import { adversarialAnswers } from './adversarial.js';
 
 const ORIGIN = 'https://shop.example.com';
 
@@ -21,7 +22,11 @@ class Node {
   }
   appendChild(n) {
     if (n.nodeName === '#fragment') {
-      for (const c of [...n.childNodes]) this.appendChild(c);
+      for (const c of n.childNodes) {
+        c.parentNode = this;
+        this.childNodes.push(c);
+      }
+      n.childNodes = [];
       return n;
     }
     n.remove();
@@ -31,7 +36,8 @@ class Node {
   }
   remove() {
     const p = this.parentNode;
-    if (p) p.childNodes.splice(p.childNodes.indexOf(this), 1);
+    if (p && p.lastChild === this) p.childNodes.pop();
+    else if (p) p.childNodes.splice(p.childNodes.indexOf(this), 1);
     this.parentNode = null;
   }
   replaceChildren(...nodes) {
@@ -69,12 +75,18 @@ const html = (nodes) =>
     )
     .join('');
 
+// tags lists the elements of nodes in document order; text is their textContent.
+const tags = (nodes) => [...nodes].flatMap((n) => (n.nodeName === '#text' ? [] : [n.nodeName, ...tags(n.childNodes)]));
+const text = (nodes) => [...nodes].map((n) => (n.nodeName === '#text' ? n.data : text(n.childNodes))).join('');
+
 let buildMarkdown;
 let renderMarkdown;
 let streamMarkdown;
+let BUDGET;
+const NONE = { elements: Infinity, blocks: Infinity };
 before(async () => {
   globalThis.document = document;
-  ({ buildMarkdown, renderMarkdown, streamMarkdown } = await import('../widget/render.js'));
+  ({ buildMarkdown, renderMarkdown, streamMarkdown, BUDGET } = await import('../widget/render.js'));
 });
 
 describe('renderMarkdown', () => {
@@ -114,6 +126,97 @@ describe('renderMarkdown', () => {
   });
 });
 
+describe('the element budget', () => {
+  // The shapes that are thousands of elements at 20 000 characters.
+  const heavy = ['many paragraphs', 'CR runs', 'backtick runs', 'links', 'item continuations', 'many items'];
+  const answers = adversarialAnswers(20000);
+
+  it('shows an answer of thousands of elements as its first elements and then its text', () => {
+    for (const [name, src] of Object.entries(answers)) {
+      const full = buildMarkdown(src, ORIGIN, NONE);
+      const shown = renderMarkdown(src, ORIGIN);
+      assert.deepEqual(buildMarkdown(src, ORIGIN).map((n) => html([n])), shown.map((n) => html([n])), name);
+      const elements = tags(full).length;
+      const blocks = full.filter((n) => n.nodeName !== '#text').length;
+      if (heavy.includes(name)) assert.ok(elements > BUDGET.elements || blocks > BUDGET.blocks, `${name}: ${elements} elements`);
+      if (elements <= BUDGET.elements && blocks <= BUDGET.blocks) {
+        assert.equal(html(shown), html(full), name);
+        continue;
+      }
+      // The elements the full render begins with, up to the budget of elements or of
+      // blocks, then one with the rest, as text: the same text, with a line break for each
+      // <br> or list item and a blank line between blocks.
+      const kept = tags(shown).length - 1;
+      assert.deepEqual(tags(shown), [...tags(full).slice(0, kept), 'div'], name);
+      const keptBlocks = shown.length - 1;
+      assert.ok(kept === BUDGET.elements || keptBlocks === BUDGET.blocks, `${name}: ${kept} elements, ${keptBlocks} blocks`);
+      assert.ok(kept <= BUDGET.elements && keptBlocks <= BUDGET.blocks, `${name}: ${kept} elements, ${keptBlocks} blocks`);
+      const rest = shown[shown.length - 1];
+      assert.equal(rest.attributes.get('class'), 'msg-rest', name);
+      assert.deepEqual(rest.childNodes.map((n) => n.nodeName), ['#text'], name);
+      assert.equal(text(shown).replaceAll('\n', ''), text(full), name);
+    }
+  });
+
+  it('puts a line break where the answer showed one and a blank line between blocks', () => {
+    const md = 'We **do** `x` and [y](/y), [them](https://evil.example/).\nNext\n\n- e\n  f\n- **g**\n\n3. h\n\nEnd';
+    assert.equal(
+      html(buildMarkdown(md, ORIGIN, { elements: 3, blocks: Infinity })),
+      '<p>We <strong>do</strong> <code>x</code> and </p>' +
+        '<div class="msg-rest">y, them (https://evil.example/).\nNext\n\ne\nf\ng\n\nh\n\nEnd</div>',
+    );
+    const elements = tags(buildMarkdown(md, ORIGIN, NONE)).length;
+    assert.equal(html(buildMarkdown(md, ORIGIN, { elements, blocks: Infinity })), html(buildMarkdown(md, ORIGIN, NONE)));
+    assert.equal(
+      html(buildMarkdown(md, ORIGIN, { elements: elements - 1, blocks: Infinity })),
+      html(buildMarkdown(md.slice(0, -'\n\nEnd'.length), ORIGIN)) + '<div class="msg-rest">End</div>',
+    );
+    assert.equal(
+      html(buildMarkdown(md, ORIGIN, { elements: Infinity, blocks: 2 })),
+      html(buildMarkdown(md.slice(0, md.indexOf('\n\n3.')), ORIGIN)) + '<div class="msg-rest">h\n\nEnd</div>',
+    );
+    assert.equal(
+      html(renderMarkdown('a\n\n'.repeat(BUDGET.blocks + 3), ORIGIN)),
+      '<p>a</p>'.repeat(BUDGET.blocks) + '<div class="msg-rest">a\n\na\n\na</div>',
+    );
+    const n = BUDGET.elements;
+    assert.equal(
+      html(renderMarkdown('a\r'.repeat(n + 2), ORIGIN)),
+      `<p>a${'<br></br>a'.repeat(n - 1)}</p><div class="msg-rest">a\na</div>`,
+    );
+    assert.equal(
+      html(renderMarkdown('- a\n'.repeat(n + 2), ORIGIN)),
+      `<ul>${'<li>a</li>'.repeat(n - 1)}</ul><div class="msg-rest">a\na\na</div>`,
+    );
+  });
+
+  it('leaves a long answer of prose and lists as it was', () => {
+    // The render bench's prose: 20 000 characters of bold, code, links and lists.
+    const prose =
+      'We do **accessibility audits** with `NVDA`; see [the pricing page](/pricing) for what they cost.\n\n- one\n- two, with [a link](https://evil.example/)\n\n'
+        .repeat(200)
+        .slice(0, 20000);
+    const full = buildMarkdown(prose, ORIGIN, NONE);
+    assert.ok(tags(full).length > BUDGET.elements / 2, `${tags(full).length} elements`);
+    assert.equal(html(renderMarkdown(prose, ORIGIN)), html(full));
+  });
+
+  it('bounds a streamed answer as it grows, and ends as a full render', () => {
+    for (const [name, src] of Object.entries(answers)) {
+      if (!heavy.includes(name)) continue;
+      const box = document.createElement('div');
+      const shown = streamMarkdown(box, ORIGIN);
+      for (let n = 0; n <= src.length; n += 701) {
+        shown.show(src.slice(0, n));
+        assert.ok(tags(box.childNodes).length <= BUDGET.elements + 1, `${name} at ${n} characters`);
+        assert.ok(box.childNodes.length <= BUDGET.blocks + 1, `${name} at ${n} characters`);
+      }
+      shown.show(src);
+      assert.equal(html(box.childNodes), html(buildMarkdown(src, ORIGIN)), name);
+    }
+  });
+});
+
 describe('streamMarkdown', () => {
   const answer =
     'Here is what I found:\r\n\r\n1. [Services](/services/)\n   We offer **five** services.\n2. [FAQ](/faq)\n \u2028\n' +
@@ -127,6 +230,23 @@ describe('streamMarkdown', () => {
       for (let n = 0; n <= answer.length; n += step) {
         shown.show(answer.slice(0, n));
         assert.equal(html(box.childNodes), html(buildMarkdown(answer.slice(0, n), ORIGIN)), `at ${n} characters`);
+      }
+    }
+  });
+
+  it('shows what a full render shows, at every length and for every budget', () => {
+    // The budget runs out at each element of the answer in turn, in the blocks kept as
+    // built or in the rest built again.
+    const full = buildMarkdown(answer, ORIGIN, NONE);
+    const budgets = [];
+    for (let elements = 0; elements <= tags(full).length; elements++) budgets.push({ elements, blocks: Infinity });
+    for (let blocks = 0; blocks <= full.length; blocks++) budgets.push({ elements: Infinity, blocks });
+    for (const budget of budgets) {
+      const box = document.createElement('div');
+      const shown = streamMarkdown(box, ORIGIN, budget);
+      for (let n = 0; n <= answer.length; n++) {
+        shown.show(answer.slice(0, n));
+        assert.equal(html(box.childNodes), html(buildMarkdown(answer.slice(0, n), ORIGIN, budget)), `${JSON.stringify(budget)}, at ${n} characters`);
       }
     }
   });
