@@ -222,9 +222,12 @@ func (b *serveBinary) env(addr string, extra map[string]string) []string {
 		"LISTEN_ADDR":           addr,
 		"ADMIN_LISTEN_ADDR":     "off",
 		"RATE_LIMIT_PER_MINUTE": "0",
-		"AVAILABILITY_CONFIG":   slotsSchedule,
-		"SHUTDOWN_TIMEOUT":      "5s",
-		"LOG_LEVEL":             "info",
+		// The load comes from one address: no client's share of the caps.
+		"TOOL_MAX_CONCURRENT_PER_CLIENT": "0",
+		"CHAT_MAX_CONCURRENT_PER_CLIENT": "0",
+		"AVAILABILITY_CONFIG":            slotsSchedule,
+		"SHUTDOWN_TIMEOUT":               "5s",
+		"LOG_LEVEL":                      "info",
 	}
 	for k, v := range extra {
 		vars[k] = v

@@ -163,6 +163,7 @@ func (s *scaleSearch) start(ctx context.Context) (stop func(), err error) {
 	// index's vectors and the queries' are of one model, as in production.
 	env := map[string]string{
 		"DATABASE_URL": s.dbURL, "LISTEN_ADDR": "127.0.0.1:0", "ADMIN_LISTEN_ADDR": "off", "RATE_LIMIT_PER_MINUTE": "0",
+		"TOOL_MAX_CONCURRENT_PER_CLIENT": "0", "CHAT_MAX_CONCURRENT_PER_CLIENT": "0",
 		"EMBEDDINGS_PROVIDER": "openai", "EMBEDDINGS_BASE_URL": s.fake.BaseURL(), "EMBEDDINGS_MODEL": llm.LocalModel,
 		"EMBEDDINGS_DIMENSIONS": strconv.Itoa(hnswDims),
 	}

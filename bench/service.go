@@ -86,6 +86,9 @@ func inProcessConfig(root, dbURL string) (config.Config, error) {
 		"ADMIN_LISTEN_ADDR":     "off",
 		"RATE_LIMIT_PER_MINUTE": "0",
 		"AVAILABILITY_CONFIG":   filepath.Join(root, slotsSchedule),
+		// The load comes from one address: no client's share of the caps.
+		"TOOL_MAX_CONCURRENT_PER_CLIENT": "0",
+		"CHAT_MAX_CONCURRENT_PER_CLIENT": "0",
 	}
 	return config.Load(func(k string) string { return env[k] })
 }

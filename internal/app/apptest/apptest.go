@@ -30,6 +30,10 @@ func Config(t testing.TB, vars map[string]string) config.Config {
 		"DATABASE_URL":          "postgres://unused",
 		"ADMIN_LISTEN_ADDR":     "off",
 		"RATE_LIMIT_PER_MINUTE": "0",
+		// Every test client is 127.0.0.1: a client's share of the caps would be every
+		// test's limit. The tests of the shares set them.
+		"TOOL_MAX_CONCURRENT_PER_CLIENT": "0",
+		"CHAT_MAX_CONCURRENT_PER_CLIENT": "0",
 	}
 	for k, v := range vars {
 		all[k] = v
