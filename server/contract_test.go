@@ -285,6 +285,10 @@ func TestContract(t *testing.T) {
 			check: jsonEquals(`{"status":"ready"}`)},
 		{name: "readyz database down", srv: downSrv, method: "GET", path: "/readyz", status: 503, code: "unavailable",
 			check: hasHeader("Retry-After", "5")},
+		// A rebinding Host is refused on every route, not only /mcp.
+		{name: "healthz rebinding host", method: "GET", path: "/healthz", before: func(r *http.Request) { r.Host = "rebind.attacker.example" }, status: 403, code: "origin_not_allowed"},
+		{name: "readyz rebinding host", method: "GET", path: "/readyz", before: func(r *http.Request) { r.Host = "rebind.attacker.example" }, status: 403, code: "origin_not_allowed"},
+		{name: "list rebinding host", method: "GET", path: "/api/chat/tools", before: func(r *http.Request) { r.Host = "rebind.attacker.example" }, status: 403, code: "origin_not_allowed"},
 
 		{name: "list", method: "GET", path: "/api/chat/tools", status: 200,
 			check: func(t *testing.T, res *http.Response, body []byte) {
@@ -734,7 +738,11 @@ func TestContract(t *testing.T) {
 		contractCase{name: "no such asset", method: "GET", path: "/assets/nope.js", status: 404, code: "not_found"},
 		contractCase{name: "no such webmcp file", method: "GET", path: "/webmcp/nope.js", status: 404, code: "not_found"},
 		contractCase{name: "head no such asset", method: "HEAD", path: "/assets/nope.js", status: 404, check: noBody},
+		contractCase{name: "asset rebinding host", method: "GET", path: "/assets/site.js", before: func(r *http.Request) { r.Host = "rebind.attacker.example" }, status: 403, code: "origin_not_allowed"},
+		contractCase{name: "head asset rebinding host", method: "HEAD", path: "/assets/site.js", before: func(r *http.Request) { r.Host = "rebind.attacker.example" }, status: 403, check: noBody},
 		contractCase{name: "head no such webmcp file", method: "HEAD", path: "/webmcp/nope.js", status: 404, check: noBody},
+		contractCase{name: "webmcp file rebinding host", method: "GET", path: "/webmcp/chat.js", before: func(r *http.Request) { r.Host = "rebind.attacker.example" }, status: 403, code: "origin_not_allowed"},
+		contractCase{name: "head webmcp file rebinding host", method: "HEAD", path: "/webmcp/chat.js", before: func(r *http.Request) { r.Host = "rebind.attacker.example" }, status: 403, check: noBody},
 	)
 
 	checkSpecCovered(t, doc, runCases(t, router, mainSrv, cases))
