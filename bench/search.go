@@ -20,8 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sitetools/sitetools/internal/app"
-	"github.com/sitetools/sitetools/internal/budget"
-	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
@@ -40,15 +38,6 @@ func searchScenarioName(conns int) string {
 	return fmt.Sprintf("POST /api/chat/tools search_site, %d conn (cached embedding)", conns)
 }
 
-// newEmbedder is serve's embedder for the configuration the bench runs with: the
-// offline local one, so that no run spends money or depends on a network.
-func newEmbedder(cfg config.Embeddings) (llm.Embedder, error) {
-	if cfg.Provider != "local" {
-		return nil, fmt.Errorf("the bench runs search with the local embedder, not %q", cfg.Provider)
-	}
-	return app.NewEmbedder(cfg, app.ForQueries, nil)
-}
-
 // ingestDemo ingests the demo site as `sitetools ingest --dir deploy/demo/site` does.
 // After the first run nothing has changed and it makes no embedding call.
 func ingestDemo(ctx context.Context, cfg config.Config, db *postgres.DB, logger *slog.Logger) (sitesearch.IngestStats, error) {
@@ -57,14 +46,12 @@ func ingestDemo(ctx context.Context, cfg config.Config, db *postgres.DB, logger 
 		return sitesearch.IngestStats{}, err
 	}
 	dir := filepath.Join(root, demoDir)
-	embedder, err := newEmbedder(cfg.Embeddings)
+	if cfg.Embeddings.Provider != "local" {
+		return sitesearch.IngestStats{}, fmt.Errorf("the bench ingests with the local embedder, not %q", cfg.Embeddings.Provider)
+	}
+	in, err := app.NewIngester(cfg.Embeddings, db, logger)
 	if err != nil {
 		return sitesearch.IngestStats{}, err
-	}
-	in := &sitesearch.Ingester{
-		Index:    postgres.NewSiteIndex(db, embedder.Dimensions()),
-		Embedder: embedder,
-		Ledger:   budget.NewLedger(db.Pool),
 	}
 	st, err := in.Sync(ctx, "dir:"+dir, func(fn func(*content.Document) error) ([]string, error) {
 		return nil, content.WalkDir(dir, demoBaseURL, fn)

@@ -38,8 +38,9 @@ type Document struct {
 	Lang     string    // BCP 47 primary subtag like "en", "de"; "" if unknown
 	Sections []Section // in document order; text before the first heading is a section with empty Heading
 	// NoIndex says the page asks to be left out of the index: a robots meta element
-	// with noindex or none, an X-Robots-Tag header saying so, or "noindex: true" in a
-	// Markdown page's front matter. The page is still parsed; walks do not yield it.
+	// with noindex or none, or "noindex: true" or "robots: noindex" in a Markdown page's
+	// front matter (the crawler skips an X-Robots-Tag: noindex answer before parsing it).
+	// The page is still parsed; walks do not yield it.
 	NoIndex bool
 }
 
