@@ -174,8 +174,10 @@ func (q *QueryEmbedder) load(ctx context.Context, key [32]byte, channel, tool, q
 		return embedResult{}, pgerr.Wrap("embedcache.EmbedQuery: cache", err)
 	}
 
-	// A conservative estimate: providers' tokenizers differ a little from ours.
-	n := int64(llm.CountTokens(query))
+	// A conservative estimate of what is sent, the task prefix included: providers'
+	// tokenizers differ a little from ours.
+	sent := q.opts.QueryPrefix + query
+	n := int64(llm.CountTokens(sent))
 	estimate := n + n/4 + 8
 	res, err := q.opts.Budget.Reserve(ctx, estimate)
 	if errors.Is(err, budget.ErrBudgetExhausted) {
@@ -186,7 +188,7 @@ func (q *QueryEmbedder) load(ctx context.Context, key [32]byte, channel, tool, q
 		return embedResult{}, err
 	}
 	callCtx, cancel := context.WithTimeout(ctx, q.opts.Timeout)
-	out, callErr := q.opts.Embedder.Embed(callCtx, []string{q.opts.QueryPrefix + query})
+	out, callErr := q.opts.Embedder.Embed(callCtx, []string{sent})
 	cancel()
 	if callErr == nil && (len(out.Vectors) != 1 || len(out.Vectors[0]) != q.opts.Embedder.Dimensions()) {
 		callErr = fmt.Errorf("provider returned %d vectors for 1 query", len(out.Vectors))

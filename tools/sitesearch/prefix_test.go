@@ -70,3 +70,19 @@ func TestCrossLanguageVectorRanks(t *testing.T) {
 		t.Errorf("the first result is %s (%v), want the English pricing page by its vector; all: %s", top.URL, top.Matched, r.body)
 	}
 }
+
+// TestPrefixIsBudgeted: the budget reserves for what is sent, the task prefix included. A
+// long instruction (Qwen3-Embedding's, about 20 tokens) before a one-word query does not
+// fit a budget of 15 tokens, so the search degrades before any call instead of the
+// provider billing past the budget.
+func TestPrefixIsBudgeted(t *testing.T) {
+	e := newSearchEnv(t, envOptions{budget: 15, prefixes: llm.PresetPrefixes("qwen3-embedding")})
+	calls := e.fake.Calls()
+	r := e.search(t, "audit")
+	if r.status != 200 || r.out.Degraded != "embedding_budget_exhausted" {
+		t.Fatalf("status %d, degraded %q: %s", r.status, r.out.Degraded, r.body)
+	}
+	if e.fake.Calls() != calls {
+		t.Errorf("%d provider calls past a budget the prefixed query does not fit", e.fake.Calls()-calls)
+	}
+}
