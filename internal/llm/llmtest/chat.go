@@ -26,9 +26,10 @@ import (
 type ChatServer struct {
 	*httptest.Server
 
-	calls     atomic.Int64
-	cancelled atomic.Int64
-	cancelCh  chan struct{}
+	calls          atomic.Int64
+	cancelled      atomic.Int64
+	receivedTokens atomic.Int64 // prompt tokens of every request, counted on arrival
+	cancelCh       chan struct{}
 
 	mu       sync.Mutex
 	script   []ChatReply
@@ -36,6 +37,7 @@ type ChatServer struct {
 	requests []ChatRequest
 	received int  // requests received, recorded or not
 	forget   bool // DiscardRequests: count requests without keeping them
+	faults   chatFaults
 }
 
 // ChatReply scripts the answer to one request.
@@ -220,23 +222,19 @@ func (s *ChatServer) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Body = body
-	s.mu.Lock()
-	s.received++
-	n := s.received
-	if !s.forget {
-		s.requests = append(s.requests, req)
+	n, reply, f, prompt := s.arrive(req)
+	if !wait(r.Context(), f.delay) {
+		s.noteCancel()
+		return
 	}
-	var reply ChatReply
 	switch {
-	case len(s.script) > 0:
-		reply, s.script = s.script[0], s.script[1:]
-	case s.fallback != nil:
-		reply = s.fallback(n, req)
-	default:
-		reply = Say("Fake answer.")
+	case f.reset:
+		resetConnection(w)
+		return
+	case f.status != 0:
+		writeFailure(w, f.status, f.retryAfter)
+		return
 	}
-	s.mu.Unlock()
-
 	if msg := checkChatRequest(req); msg != "" {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", nil, msg)
 		return
@@ -245,7 +243,7 @@ func (s *ChatServer) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, reply.Status, "server_error", nil, http.StatusText(reply.Status))
 		return
 	}
-	s.stream(w, r, n, req, reply)
+	s.stream(w, r, n, req, reply, prompt)
 }
 
 // checkChatRequest returns what OpenAI would refuse in req, or "".
@@ -364,7 +362,9 @@ func (c *chunkWriter) toolCall(n, i int, tc ToolCallReply) bool {
 	return true
 }
 
-func (s *ChatServer) stream(w http.ResponseWriter, r *http.Request, n int, req ChatRequest, reply ChatReply) {
+// stream writes reply as the answer to request n, whose prompt tokens were counted on
+// arrival.
+func (s *ChatServer) stream(w http.ResponseWriter, r *http.Request, n int, req ChatRequest, reply ChatReply, prompt int) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -403,10 +403,6 @@ func (s *ChatServer) stream(w http.ResponseWriter, r *http.Request, n int, req C
 		return
 	}
 	if c.includeUsage && !reply.OmitUsage {
-		prompt := 3
-		for _, m := range req.Messages {
-			prompt += 4 + llm.CountTokens(m.Content)
-		}
 		completion := llm.CountTokens(out.String())
 		c.send([]any{}, map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
 	}

@@ -4,16 +4,13 @@
 package llmtest
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,9 +27,10 @@ type Server struct {
 
 	dims int
 
-	calls  atomic.Int64 // every request received, failed ones included
-	tokens atomic.Int64 // prompt tokens of answered requests
-	inputs atomic.Int64 // inputs of answered requests
+	calls    atomic.Int64 // every request received, failed ones included
+	received atomic.Int64 // prompt tokens of every request received, counted on arrival
+	tokens   atomic.Int64 // prompt tokens of answered requests
+	inputs   atomic.Int64 // inputs of answered requests
 
 	mu               sync.Mutex
 	embedders        map[int]*llm.Local // by dimension
@@ -42,6 +40,8 @@ type Server struct {
 	failFirst        int
 	failFirstStatus  int
 	retryAfter       time.Duration
+	reset            bool // close the connection without an answer
+	tokensPerWord    int  // 0: llm.CountTokens
 	ignoreDimensions bool
 	omitUsage        bool
 	apiKey           string
@@ -91,8 +91,8 @@ func (s *Server) BaseURL() string { return s.URL + "/v1" }
 // Calls is the number of requests received, failed ones included.
 func (s *Server) Calls() int { return int(s.calls.Load()) }
 
-// Tokens is the number of prompt tokens of the requests answered successfully: what a
-// provider would bill.
+// Tokens is the number of prompt tokens of the requests answered successfully, as
+// their usage reported them.
 func (s *Server) Tokens() int { return int(s.tokens.Load()) }
 
 // Inputs is the number of texts embedded by the requests answered successfully.
@@ -211,66 +211,6 @@ func (s *Server) work(w http.ResponseWriter, r *http.Request, d, limit time.Dura
 	}
 }
 
-// gate counts every request and applies the authentication, delay and failure knobs
-// before the endpoint sees it.
-func (s *Server) gate(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.calls.Add(1)
-		inputs := 0
-		if r.URL.Path == "/v1/embeddings" {
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-			if err != nil {
-				writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", nil, "Request body too large.")
-				return
-			}
-			inputs = countInputs(body)
-			s.logRequest(inputs)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		s.mu.Lock()
-		delay, apiKey, retryAfter := s.delay, s.apiKey, s.retryAfter
-		perInput, requestCap := s.perInput, s.requestCap
-		status := s.failStatus
-		if status == 0 && s.failFirst > 0 {
-			s.failFirst--
-			status = s.failFirstStatus
-		}
-		s.mu.Unlock()
-
-		if delay > 0 {
-			timer := time.NewTimer(delay)
-			select {
-			case <-r.Context().Done():
-				timer.Stop()
-				return
-			case <-timer.C:
-			}
-		}
-		if perInput > 0 && r.URL.Path == "/v1/embeddings" {
-			if !s.work(w, r, time.Duration(inputs)*perInput, requestCap) {
-				return
-			}
-		}
-		if apiKey != "" && r.Header.Get("Authorization") != "Bearer "+apiKey {
-			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "Incorrect API key provided.")
-			return
-		}
-		if status != 0 {
-			if retryAfter > 0 && (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) {
-				w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retryAfter.Seconds()))))
-				w.Header().Set("Retry-After-Ms", strconv.FormatInt(retryAfter.Milliseconds(), 10))
-			}
-			typ, code := "server_error", any(nil)
-			if status == http.StatusTooManyRequests {
-				typ, code = "requests", "rate_limit_exceeded"
-			}
-			writeError(w, status, typ, code, http.StatusText(status))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
 type embeddingRequest struct {
 	Model          string          `json:"model"`
 	Input          json.RawMessage `json:"input"`
@@ -362,39 +302,17 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	omitUsage := s.omitUsage
 	s.mu.Unlock()
+	tokens := arrivalTokens(r.Context())
 	if !omitUsage {
-		resp.Usage = &usage{PromptTokens: emb.Tokens, TotalTokens: emb.Tokens}
+		resp.Usage = &usage{PromptTokens: tokens, TotalTokens: tokens}
 	}
-	s.tokens.Add(int64(emb.Tokens))
+	s.tokens.Add(int64(tokens))
 	s.inputs.Add(int64(len(inputs)))
 	writeJSON(w, http.StatusOK, resp)
 }
 
 // maxBody bounds a request body, as a provider does.
 const maxBody = 32 << 20
-
-// countInputs returns the number of inputs of an embeddings request body, 0 if it has none.
-func countInputs(body []byte) int {
-	var req struct {
-		Input json.RawMessage `json:"input"`
-	}
-	if json.Unmarshal(body, &req) != nil {
-		return 0
-	}
-	var one string
-	if json.Unmarshal(req.Input, &one) == nil {
-		return 1
-	}
-	var many []json.RawMessage
-	if json.Unmarshal(req.Input, &many) == nil {
-		return len(many)
-	}
-	return 0
-}
-
-func (s *Server) logRequest(inputs int) {
-	s.locked(func() { s.requests = append(s.requests, inputs) })
-}
 
 // locked runs f with the server's settings locked.
 func (s *Server) locked(f func()) {
