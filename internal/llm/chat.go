@@ -125,16 +125,23 @@ func (c *Chat) Model() string { return c.model }
 // assembled from their deltas and returned whole. Usage is the provider's
 // (stream_options.include_usage), or an estimate where it reports none. Errors for
 // which IsUnavailable is true mean the provider is down, overloaded or too slow; errors
-// never carry the provider's message text, which may echo the input.
+// never carry the provider's message text, which may echo the input; ProviderFailure and
+// RetryAfter tell a circuit breaker what it needs of them. Under a context from Track
+// every request counts in the Delivery: the one that opened the stream as answered once
+// the stream was read to its end, and as unknown when it stopped before (it broke, ctx
+// ended, or onDelta returned an error). A hook from WithAttemptHook is asked before each
+// retry.
 func (c *Chat) Stream(ctx context.Context, req ChatRequest, onDelta func(text string) error) (*ChatResponse, error) {
-	stream, err := c.open(ctx, c.request(req))
+	cl := newCall(ctx)
+	stream, err := c.open(ctx, cl, c.request(req))
 	if err != nil {
-		return nil, err
+		return nil, cl.finish(err)
 	}
 	defer stream.Close()
 	resp, err := c.read(ctx, stream, onDelta)
+	cl.streamEnded(err)
 	if err != nil {
-		return nil, err
+		return nil, cl.finish(err)
 	}
 	if !resp.Usage.Reported {
 		resp.Usage.PromptTokens = EstimateChatTokens(req)
@@ -150,15 +157,25 @@ func (c *Chat) Stream(ctx context.Context, req ChatRequest, onDelta func(text st
 }
 
 // open starts the stream, retrying what can be retried (with the provider's Retry-After
-// when it gives one) within ctx's deadline.
-func (c *Chat) open(ctx context.Context, oreq openai.ChatCompletionRequest) (*openai.ChatCompletionStream, error) {
+// when it gives one) within ctx's deadline. Every failed attempt is settled in cl; the
+// one that opened the stream is settled when the stream ends.
+func (c *Chat) open(ctx context.Context, cl *call, oreq openai.ChatCompletionRequest) (*openai.ChatCompletionStream, error) {
 	for attempt := 1; ; attempt++ {
-		hint := new(retryHint)
-		stream, err := c.client.CreateChatCompletionStream(context.WithValue(ctx, retryHintKey{}, hint), oreq)
+		a := cl.attempt()
+		stream, err := c.client.CreateChatCompletionStream(withAttempt(ctx, a), oreq)
 		if err == nil {
 			return stream, nil
 		}
-		if stop := c.retry.pause(ctx, attempt, hint.after, sanitize(err, chatInputs(oreq)), errChatUnavailable); stop != nil {
+		err = sanitize(err, chatInputs(oreq))
+		cl.settle(a, err)
+		wait, stop := c.retry.next(ctx, attempt, a.after, err, errChatUnavailable)
+		if stop == nil {
+			stop = cl.admit(ctx, attempt+1, err)
+		}
+		if stop == nil {
+			stop = c.retry.wait(ctx, attempt, wait, err)
+		}
+		if stop != nil {
 			return nil, fmt.Errorf("llm.Chat.Stream: %w", stop)
 		}
 	}

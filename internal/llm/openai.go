@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -158,14 +157,14 @@ var providerTransport = func() http.RoundTripper {
 const providerIdleConns = 64
 
 // newClient returns a go-openai client for an OpenAI-compatible API whose HTTP client
-// reads providers' Retry-After hints for our retries.
+// notes, for our retries and deliveries, what became of each request (attemptDoer).
 func newClient(apiKey, baseURL string, hc *http.Client) *openai.Client {
 	if hc == nil {
 		hc = &http.Client{Transport: providerTransport}
 	}
 	cfg := openai.DefaultConfig(apiKey)
 	cfg.BaseURL = strings.TrimRight(baseURL, "/")
-	cfg.HTTPClient = retryHintDoer{hc}
+	cfg.HTTPClient = attemptDoer{hc}
 	return openai.NewClientWithConfig(cfg)
 }
 
@@ -196,12 +195,17 @@ func (o *OpenAI) Dimensions() int {
 // size and sends the same inputs in smaller requests, as often as needed down to one input
 // a request, and later calls keep the smaller size. A model server on a CPU finishes half
 // the work in time where it could not finish all of it.
-// Errors for which IsUnavailable is true mean the provider is down, overloaded or too slow.
+// Errors for which IsUnavailable is true mean the provider is down, overloaded or too slow;
+// ProviderFailure and RetryAfter tell a circuit breaker what it needs of them. Under a
+// context from Track every request counts in the Delivery; a hook from WithAttemptHook is
+// asked before each retry and each request that resends the inputs of a split batch.
 func (o *OpenAI) Embed(ctx context.Context, texts []string) (*Embeddings, error) {
+	c := newCall(ctx)
 	out := &Embeddings{Vectors: make([][]float32, 0, len(texts))}
+	sends := make([]int, len(texts)) // how often each input was sent
 	for start := 0; start < len(texts); {
 		n := min(int(o.size.Load()), len(texts)-start)
-		vectors, tokens, err := o.embedBatch(ctx, texts[start:start+n], out)
+		vectors, tokens, err := o.embedBatch(ctx, c, texts[start:start+n], sends[start:start+n], out)
 		if errors.Is(err, errTooSlow) {
 			o.shrink((n + 1) / 2)
 			o.retry.log.LogAttrs(ctx, slog.LevelWarn, "embedding request ran out of time; sending smaller ones",
@@ -209,7 +213,7 @@ func (o *OpenAI) Embed(ctx context.Context, texts []string) (*Embeddings, error)
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("llm.OpenAI.Embed: %w", err)
+			return nil, c.finish(fmt.Errorf("llm.OpenAI.Embed: %w", err))
 		}
 		out.Vectors = append(out.Vectors, vectors...)
 		out.Tokens += tokens
@@ -237,32 +241,49 @@ var errTooSlow = errors.New("the request ran out of time")
 
 // embedBatch sends one request, retrying it while that can help and time allows. A
 // request of several inputs that ran out of time is not retried: its error wraps
-// errTooSlow, for the caller to split it. out.Requests counts every request sent.
-func (o *OpenAI) embedBatch(ctx context.Context, batch []string, out *Embeddings) ([][]float32, int, error) {
+// errTooSlow, for the caller to split it. sends counts how often each input of batch was
+// sent, this call's attempts included; out.Requests counts every request made.
+func (o *OpenAI) embedBatch(ctx context.Context, c *call, batch []string, sends []int, out *Embeddings) ([][]float32, int, error) {
 	req := openai.EmbeddingRequestStrings{
 		Input:      batch,
 		Model:      openai.EmbeddingModel(o.model),
 		Dimensions: o.dims,
 	}
-	for attempt := 1; ; attempt++ {
-		hint := new(retryHint)
-		actx, cancel := context.WithTimeout(context.WithValue(ctx, retryHintKey{}, hint), o.timeout)
+	first := slices.Max(sends) + 1 // the inputs' attempt number: more than 1 after a split
+	if first > 1 {
+		if err := c.admit(ctx, first, nil); err != nil {
+			return nil, 0, err
+		}
+	}
+	for try := 1; ; try++ {
+		a := c.attempt()
+		actx, cancel := context.WithTimeout(withAttempt(ctx, a), o.timeout)
 		resp, err := o.client.CreateEmbeddings(actx, req)
 		cancel()
 		out.Requests++
+		for i := range sends {
+			sends[i]++
+		}
+		err = sanitize(err, batch)
+		c.settle(a, err)
 		if err == nil {
 			return o.decode(resp, batch)
 		}
-		err = sanitize(err, batch)
 		if len(batch) > 1 && ctx.Err() == nil && ranOutOfTime(err) {
 			return nil, 0, fmt.Errorf("%w (%d inputs in %s): %w", errTooSlow, len(batch), o.timeout, err)
 		}
-		stop := o.retry.pause(ctx, attempt, hint.after, err, ErrUnavailable)
+		wait, stop := o.retry.next(ctx, try, a.after, err, ErrUnavailable)
+		if stop == nil {
+			stop = c.admit(ctx, first+try, err)
+		}
+		if stop == nil {
+			stop = o.retry.wait(ctx, try, wait, err)
+		}
 		if stop == nil {
 			continue
 		}
 		if ctxErr := ctx.Err(); stop == ctxErr && errors.Is(ctxErr, context.DeadlineExceeded) {
-			return nil, 0, fmt.Errorf("%w: deadline reached after %d attempts: %w", ErrUnavailable, attempt, err)
+			return nil, 0, fmt.Errorf("%w: deadline reached after %d attempts: %w", ErrUnavailable, try, err)
 		}
 		return nil, 0, stop
 	}
@@ -399,56 +420,4 @@ func retryable(err error) bool {
 		return retryableStatus(se.StatusCode)
 	}
 	return errors.Is(err, context.DeadlineExceeded) || isTransportFailure(err)
-}
-
-// retryHint carries a provider's Retry-After from the HTTP layer, which go-openai does
-// not expose on errors, back to the retry loop of the same attempt.
-type retryHint struct{ after time.Duration }
-
-type retryHintKey struct{}
-
-type retryHintDoer struct{ client *http.Client }
-
-func (d retryHintDoer) Do(req *http.Request) (*http.Response, error) {
-	resp, err := d.client.Do(req)
-	if err != nil || !retryableStatus(resp.StatusCode) {
-		return resp, err
-	}
-	if hint, ok := req.Context().Value(retryHintKey{}).(*retryHint); ok {
-		hint.after = retryAfter(resp.Header, time.Now())
-	}
-	// Error bodies are small; a bounded read keeps a misbehaving server from making
-	// go-openai buffer an unbounded one.
-	resp.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.LimitReader(resp.Body, 64<<10), resp.Body}
-	return resp, nil
-}
-
-// retryAfter reads how long a provider asks to wait: OpenAI's retry-after-ms first
-// (finer than seconds), then the standard Retry-After in seconds or as an HTTP date.
-// It returns 0 when there is no usable hint.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	seconds := math.NaN()
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil {
-			seconds = ms / 1000
-		}
-	}
-	if v := h.Get("Retry-After"); math.IsNaN(seconds) && v != "" {
-		if s, err := strconv.ParseFloat(v, 64); err == nil {
-			seconds = s
-		} else if t, err := http.ParseTime(v); err == nil {
-			seconds = t.Sub(now).Seconds()
-		}
-	}
-	if !(seconds > 0) { // also NaN
-		return 0
-	}
-	// Compared as floats first: a huge value would overflow a Duration.
-	if seconds >= maxRetryAfter.Seconds() {
-		return maxRetryAfter
-	}
-	return time.Duration(seconds * float64(time.Second))
 }
