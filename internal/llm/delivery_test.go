@@ -363,4 +363,3 @@ func TestDeliveryCallerCancel(t *testing.T) {
 	}
 	checkDelivery(t, d, counts{1, 1, 0, 0})
 }
-
