@@ -27,16 +27,14 @@ type cluster struct {
 	t        *testing.T
 	dbURL    string
 	provider *llmtest.Server
-	nginx    *process
 	addr     string // nginx's
 	replicas []*replica
 }
 
 // replica is one `sitetools serve`; its addresses stay the same across restarts.
 type replica struct {
-	vars  map[string]string
-	proc  *testkit.Proc // the running process, or the last one
-	start time.Time     // when the running process became ready
+	vars map[string]string
+	proc *testkit.Proc // the running process, or the last one
 }
 
 // startCluster migrates a fresh database and ingests the demo site into it through the
@@ -77,7 +75,7 @@ func startCluster(t *testing.T, n int, vars map[string]string) *cluster {
 		c.waitReady(i)
 	}
 	c.addr = addrs[2*n]
-	c.nginx = startNginx(t, upstreams, c.addr)
+	startNginx(t, upstreams, c.addr)
 	return c
 }
 
@@ -92,10 +90,6 @@ func (c *cluster) Admin(i int) string { return "http://" + c.replicas[i].vars["A
 
 // Provider is the fake embedding provider every replica and the ingest use.
 func (c *cluster) Provider() *llmtest.Server { return c.provider }
-
-// NginxOutput is what nginx wrote so far: its access log (method, path, status) and
-// its error log.
-func (c *cluster) NginxOutput() string { return c.nginx.output() }
 
 // Kill kills replica i with SIGKILL and returns once the process is gone.
 func (c *cluster) Kill(i int) {
@@ -130,9 +124,6 @@ func (c *cluster) Restart(i int) {
 	c.waitReady(i)
 }
 
-// Started is when replica i's running process became ready.
-func (c *cluster) Started(i int) time.Time { return c.replicas[i].start }
-
 // DB is a connection to the cluster's database, closed when the test ends.
 func (c *cluster) DB(t *testing.T) *pgx.Conn {
 	t.Helper()
@@ -166,7 +157,6 @@ func (c *cluster) waitReady(i int) {
 	client := &http.Client{Timeout: 2 * time.Second}
 	defer client.CloseIdleConnections()
 	testkit.WaitReady(c.t, client, c.Replica(i)+"/readyz", r.proc.Alive)
-	r.start = time.Now()
 }
 
 // freeAddrs returns n distinct loopback addresses with ports that were free a moment ago.
@@ -188,13 +178,20 @@ func freeAddrs(t *testing.T, n int) []string {
 // listen, and $sitetools and $site name an upstream group of the replicas' addresses,
 // inserted at the top of the http block (a proxy_pass through a variable uses a group
 // of that name before it asks the resolver).
+//
+// The group's servers have max_fails=0. As shipped, nginx resolves the service's name
+// for each request and keeps no failures between requests: a request that finds a
+// replica refusing connections is passed to the next one, and the next request tries
+// the replica again. A group at nginx's defaults (max_fails=1 fail_timeout=10s) would
+// instead keep a restarted replica out for 10 s, and a rolling restart that moves on
+// when a replica is ready would find all of them out (502, "no live upstreams").
 func nginxConf(t *testing.T, upstreams []string, listen string) string {
 	t.Helper()
 	conf := readFile(t, filepath.Join(repoRoot(), "deploy", "proxy", "nginx.conf"))
 	var group strings.Builder
 	group.WriteString("http {\n    upstream sitetools_replicas {\n")
 	for _, u := range upstreams {
-		fmt.Fprintf(&group, "        server %s;\n", u)
+		fmt.Fprintf(&group, "        server %s max_fails=0;\n", u)
 	}
 	group.WriteString("    }\n")
 	for _, r := range []struct{ old, repl string }{

@@ -34,7 +34,7 @@ func readFile(t *testing.T, path string) string {
 
 // startNginx runs nginx with nginxConf in front of upstreams, listening on listen, and
 // returns once it passes /healthz on to a replica.
-func startNginx(t *testing.T, upstreams []string, listen string) *process {
+func startNginx(t *testing.T, upstreams []string, listen string) {
 	t.Helper()
 	dir := t.TempDir()
 	// Workers may run as another user (nobody, when started as root).
@@ -62,7 +62,7 @@ func startNginx(t *testing.T, upstreams []string, listen string) *process {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return p
+				return
 			}
 		}
 		if time.Now().After(deadline) {
