@@ -87,7 +87,20 @@ type Embeddings struct {
 	// such request (a batch that runs out of it is split, not sent again whole).
 	BatchSize     int
 	IngestTimeout time.Duration
+	// BreakerFailures is how many provider failures in a row open the provider's
+	// circuit (0: no circuit breaker); BreakerCooldown is how long it then stays open
+	// before one probe call decides (see internal/breaker).
+	BreakerFailures int
+	BreakerCooldown time.Duration
 }
+
+// The circuit breakers' defaults and bounds: five failures in a row and 30 s suit a
+// hosted API and a model server on a CPU alike, whose model takes 10–20 s to load.
+const (
+	defaultBreakerFailures = 5
+	maxBreakerFailures     = 1000
+	defaultBreakerCooldown = 30 * time.Second
+)
 
 // Chat configures the site chat (POST /api/chat) and its model.
 type Chat struct {
@@ -105,6 +118,11 @@ type Chat struct {
 	MaxConcurrentPerClient int
 	MaxMessages            int
 	MaxChars               int // the whole transcript; one message gets at most MaxMessageChars of it
+	// BreakerFailures is how many model failures in a row open the model's circuit
+	// (0: no circuit breaker); BreakerCooldown is how long it then stays open before
+	// one probe call decides (see internal/breaker).
+	BreakerFailures int
+	BreakerCooldown time.Duration
 }
 
 // MaxMessageChars is the most characters of one message of a chat transcript.
@@ -253,6 +271,8 @@ func (e *Embeddings) load(l *loader) {
 		Timeout:          l.duration("EMBEDDINGS_TIMEOUT", 5*time.Second),
 		BatchSize:        l.integer("EMBEDDINGS_BATCH_SIZE", 32, 1, 2048),
 		IngestTimeout:    l.duration("EMBEDDINGS_INGEST_TIMEOUT", 60*time.Second),
+		BreakerFailures:  l.integer("EMBEDDINGS_BREAKER_FAILURES", defaultBreakerFailures, 0, maxBreakerFailures),
+		BreakerCooldown:  l.cooldown("EMBEDDINGS_BREAKER_COOLDOWN", defaultBreakerCooldown),
 	}
 	var preset llm.Prefixes
 	if e.Provider == "openai" {
@@ -299,6 +319,8 @@ func (ch *Chat) load(l *loader) {
 		MaxConcurrentPerClient: l.integer("CHAT_MAX_CONCURRENT_PER_CLIENT", 4, 0, 100_000),
 		MaxMessages:            l.integer("CHAT_MAX_MESSAGES", 40, 1, 500),
 		MaxChars:               l.integer("CHAT_MAX_CHARS", 20000, 100, 1_000_000),
+		BreakerFailures:        l.integer("LLM_BREAKER_FAILURES", defaultBreakerFailures, 0, maxBreakerFailures),
+		BreakerCooldown:        l.cooldown("LLM_BREAKER_COOLDOWN", defaultBreakerCooldown),
 	}
 	if ch.LLMBaseURL != "" {
 		if u, err := url.Parse(ch.LLMBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sitetools/sitetools/internal/config"
 	"github.com/sitetools/sitetools/internal/fetch"
@@ -115,5 +116,55 @@ func TestEmbeddingPrefixes(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("error does not name %s: %v", name, err)
 		}
+	}
+}
+
+// TestBreakers: the circuit breakers of both providers default to five failures and a
+// 30 s cool-down, 0 failures turns one off, and a negative count or a cool-down under a
+// second is refused with a message that names the variable.
+func TestBreakers(t *testing.T) {
+	load := func(vars map[string]string) (config.Config, error) {
+		return config.Load(func(k string) string { return vars[k] }, config.AreaEmbeddings, config.AreaChat)
+	}
+	cfg, err := load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type breaker struct {
+		failures int
+		cooldown time.Duration
+	}
+	got := []breaker{{cfg.Embeddings.BreakerFailures, cfg.Embeddings.BreakerCooldown}, {cfg.Chat.BreakerFailures, cfg.Chat.BreakerCooldown}}
+	if want := []breaker{{5, 30 * time.Second}, {5, 30 * time.Second}}; !slices.Equal(got, want) {
+		t.Errorf("defaults %+v, want %+v", got, want)
+	}
+
+	cfg, err = load(map[string]string{"EMBEDDINGS_BREAKER_FAILURES": "0", "EMBEDDINGS_BREAKER_COOLDOWN": "1s",
+		"LLM_BREAKER_FAILURES": "3", "LLM_BREAKER_COOLDOWN": "2m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = []breaker{{cfg.Embeddings.BreakerFailures, cfg.Embeddings.BreakerCooldown}, {cfg.Chat.BreakerFailures, cfg.Chat.BreakerCooldown}}
+	if want := []breaker{{0, time.Second}, {3, 2 * time.Minute}}; !slices.Equal(got, want) {
+		t.Errorf("set %+v, want %+v", got, want)
+	}
+
+	_, err = load(map[string]string{"EMBEDDINGS_BREAKER_FAILURES": "-1", "EMBEDDINGS_BREAKER_COOLDOWN": "500ms",
+		"LLM_BREAKER_FAILURES": "many", "LLM_BREAKER_COOLDOWN": "-30s"})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		`EMBEDDINGS_BREAKER_FAILURES must be a whole number from 0 to 1000, got "-1"`,
+		`EMBEDDINGS_BREAKER_COOLDOWN must be a duration of at least 1s such as 30s, got "500ms"`,
+		`LLM_BREAKER_FAILURES must be a whole number from 0 to 1000, got "many"`,
+		`LLM_BREAKER_COOLDOWN must be a duration of at least 1s such as 30s, got "-30s"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q:\n%v", want, err)
+		}
+	}
+	if n := strings.Count(err.Error(), "\n") + 1; n != 4 {
+		t.Errorf("%d lines, want one per problem (4):\n%v", n, err)
 	}
 }

@@ -99,6 +99,24 @@ func (l *loader) duration(name string, def time.Duration) time.Duration {
 	return d
 }
 
+// minCooldown is the shortest cool-down of a circuit breaker: a shorter one would probe
+// a provider that is down about as often as calls would.
+const minCooldown = time.Second
+
+// cooldown reads a circuit breaker's cool-down: a duration of at least minCooldown.
+func (l *loader) cooldown(name string, def time.Duration) time.Duration {
+	v, ok := l.lookup(name)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < minCooldown {
+		l.fail(name, fmt.Sprintf("must be a duration of at least %s such as 30s, got %q", minCooldown, v))
+		return def
+	}
+	return d
+}
+
 func (l *loader) origins(name string) []string {
 	v, _ := l.lookup(name)
 	var out []string
