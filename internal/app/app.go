@@ -8,11 +8,13 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/sitetools/sitetools/internal/config"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sitetools/sitetools/internal/breaker"
 	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/server"
@@ -43,6 +45,9 @@ type Service struct {
 	Search *Search
 	// LLMBudget is the chat model's daily budget, shared by the chat and the usage report.
 	LLMBudget *budget.Budget
+	// Breakers keep calls off the embedding and the chat provider while they are down
+	// (nil where turned off).
+	Breakers []*breaker.Breaker
 
 	logger  *slog.Logger
 	closers []func()
@@ -74,7 +79,22 @@ func Build(ctx context.Context, cfg config.Config, opts Options) (svc *Service, 
 		s.logger.Warn("database not ready", "err", err.Error())
 	}
 	providerMetrics := budget.NewProviderMetrics(s.Metrics)
-	if s.Search, err = newSearch(ctx, cfg, s.DB, s.logger, s.Metrics, providerMetrics); err != nil {
+	embeddingBudget := budget.New(s.DB.Pool, budget.Options{Kind: "embedding", Limit: cfg.Embeddings.DailyTokenBudget,
+		PricePerMTok: cfg.Embeddings.PricePerMTok, Logger: s.logger})
+	s.LLMBudget = budget.New(s.DB.Pool, budget.Options{Kind: "llm", Limit: cfg.Chat.DailyTokenBudget,
+		PricePerMTok: cfg.Chat.PricePerMTok, Logger: s.logger})
+	s.closers = append(s.closers, func() { closeBudgets(s.logger, embeddingBudget, s.LLMBudget) })
+	embeddingBreaker, err := newBreaker("embedding", cfg.Embeddings.BreakerFailures, cfg.Embeddings.BreakerCooldown, s.Metrics, s.logger)
+	if err != nil {
+		return nil, err
+	}
+	chatBreaker, err := newBreaker("llm", cfg.Chat.BreakerFailures, cfg.Chat.BreakerCooldown, s.Metrics, s.logger)
+	if err != nil {
+		return nil, err
+	}
+	s.Breakers = []*breaker.Breaker{embeddingBreaker, chatBreaker}
+	if s.Search, err = newSearch(ctx, cfg, s.DB, searchParts{logger: s.logger, reg: s.Metrics, pm: providerMetrics,
+		budget: embeddingBudget, breaker: embeddingBreaker}); err != nil {
 		return nil, err
 	}
 	avail, closeFeeds, err := newAvailability(ctx, cfg, s.DB, s.logger)
@@ -96,10 +116,10 @@ func Build(ctx context.Context, cfg config.Config, opts Options) (svc *Service, 
 	if err != nil {
 		return nil, err
 	}
-	s.LLMBudget = budget.NewBudget(s.DB.Pool, "llm", cfg.Chat.DailyTokenBudget, nil)
 	s.HTTP, err = Wire(cfg, Parts{
 		DB: s.DB, Logger: s.logger, Metrics: s.Metrics, Usage: s.Usage, Bookings: bookings,
-		ChatProvider: chat, ChatPersona: persona, ChatBudget: s.LLMBudget, ProviderMetrics: providerMetrics,
+		ChatProvider: chat, ChatPersona: persona, ChatBudget: s.LLMBudget, ChatBreaker: chatBreaker,
+		ProviderMetrics: providerMetrics,
 		Register: func(r *tools.Registry) error {
 			for _, t := range siteTools {
 				if err := r.Add(t); err != nil {
@@ -119,10 +139,15 @@ func Build(ctx context.Context, cfg config.Config, opts Options) (svc *Service, 
 }
 
 // Run serves until ctx is done, applying the retention every hour on whichever replica
-// gets the lock.
+// gets the lock, and reclaiming the budget leases of stopped replicas.
 func (s *Service) Run(ctx context.Context) error {
 	stop := startPruning(ctx, s.DB, Retention(s.Config.Retention), s.logger, s.Metrics)
 	defer stop()
+	reclaimCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for _, b := range []*budget.Budget{s.Search.Budget, s.LLMBudget} {
+		go b.ReclaimEvery(reclaimCtx)
+	}
 	return s.HTTP.Run(ctx)
 }
 
@@ -144,12 +169,19 @@ func (s *Service) Close() {
 type UsageReport struct {
 	Budgets []budget.Usage     `json:"budgets"`
 	Ledger  []budget.ReportRow `json:"ledger"`
+	// Breakers are the providers' circuits as this replica sees them (each replica has
+	// its own); absent from `sitetools usage`, which runs in a process of its own.
+	Breakers []breaker.Status `json:"breakers,omitempty"`
 }
 
 // Usage reports paid usage of the last days days and today's budgets, for the admin API
 // and `sitetools usage`.
 func (s *Service) Usage(ctx context.Context, days int) (any, error) {
-	return usage(ctx, s.Search, s.LLMBudget, days)
+	r, err := usage(ctx, s.Search, s.LLMBudget, days)
+	for _, b := range s.Breakers {
+		r.Breakers = append(r.Breakers, b.Status())
+	}
+	return r, err
 }
 
 func usage(ctx context.Context, search *Search, llmBudget *budget.Budget, days int) (UsageReport, error) {
@@ -170,4 +202,23 @@ func usage(ctx context.Context, search *Search, llmBudget *budget.Budget, days i
 		r.Ledger = []budget.ReportRow{}
 	}
 	return r, nil
+}
+
+// newBreaker returns the circuit breaker of a provider, or nil when failures is 0 (off).
+func newBreaker(kind string, failures int, cooldown time.Duration, reg prometheus.Registerer, logger *slog.Logger) (*breaker.Breaker, error) {
+	if failures == 0 {
+		return nil, nil
+	}
+	return breaker.New(breaker.Options{Kind: kind, Failures: failures, Cooldown: cooldown, Registerer: reg, Logger: logger})
+}
+
+// closeBudgets writes what the budgets hold pending and gives back their leases.
+func closeBudgets(logger *slog.Logger, budgets ...*budget.Budget) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, b := range budgets {
+		if err := b.Close(ctx); err != nil {
+			logger.Warn("budget close failed; its lease expires and is reclaimed", "kind", b.Kind(), "err", err.Error())
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sitetools/sitetools/internal/breaker"
 	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/postgres"
@@ -25,8 +26,10 @@ type EmbedderUse int
 
 // The uses of an embedder.
 const (
-	ForQueries EmbedderUse = iota // EMBEDDINGS_TIMEOUT a request
-	ForIngest                     // EMBEDDINGS_INGEST_TIMEOUT a request of EMBEDDINGS_BATCH_SIZE inputs
+	// ForQueries: a search waits EMBEDDINGS_TIMEOUT for its query's vector, and the request
+	// may take as long again to answer late (see embedcache.QueryEmbedderOptions.Timeout).
+	ForQueries EmbedderUse = iota
+	ForIngest              // EMBEDDINGS_INGEST_TIMEOUT a request of EMBEDDINGS_BATCH_SIZE inputs
 )
 
 // NewEmbedder returns the configured embedding provider for a use.
@@ -38,7 +41,7 @@ func NewEmbedder(cfg config.Embeddings, use EmbedderUse, logger *slog.Logger) (l
 			APIKey:     cfg.APIKey,
 			Model:      cfg.Model,
 			Dimensions: cfg.Dimensions,
-			Timeout:    cfg.Timeout,
+			Timeout:    2 * cfg.Timeout,
 			Logger:     logger,
 		}
 		if use == ForIngest {
@@ -76,7 +79,17 @@ type Search struct {
 	Tools    []tools.Tool
 }
 
-func newSearch(ctx context.Context, cfg config.Config, db *postgres.DB, logger *slog.Logger, reg prometheus.Registerer, pm *budget.ProviderMetrics) (*Search, error) {
+// searchParts are what newSearch takes from Build.
+type searchParts struct {
+	logger  *slog.Logger
+	reg     prometheus.Registerer
+	pm      *budget.ProviderMetrics
+	budget  *budget.Budget
+	breaker *breaker.Breaker
+}
+
+func newSearch(ctx context.Context, cfg config.Config, db *postgres.DB, p searchParts) (*Search, error) {
+	logger := p.logger
 	embedder, err := NewEmbedder(cfg.Embeddings, ForQueries, logger)
 	if err != nil {
 		return nil, fmt.Errorf("embeddings: %w", err)
@@ -94,13 +107,13 @@ func newSearch(ctx context.Context, cfg config.Config, db *postgres.DB, logger *
 	}
 	s := &Search{
 		Index:  index,
-		Budget: budget.NewBudget(db.Pool, "embedding", cfg.Embeddings.DailyTokenBudget, nil),
-		Ledger: budget.NewLedger(db.Pool).WithMetrics(pm),
+		Budget: p.budget,
+		Ledger: budget.NewLedger(db.Pool).WithMetrics(p.pm),
 	}
 	s.Embedder, err = embedcache.NewQueryEmbedder(embedcache.QueryEmbedderOptions{
 		Pool: db.Pool, Embedder: embedder, QueryPrefix: cfg.Embeddings.Prefixes.Query, Budget: s.Budget, Ledger: s.Ledger,
-		PricePerMTok: cfg.Embeddings.PricePerMTok, Timeout: cfg.Embeddings.Timeout,
-		Logger: logger, Registerer: reg,
+		PricePerMTok: cfg.Embeddings.PricePerMTok, Timeout: cfg.Embeddings.Timeout, Breaker: p.breaker,
+		Logger: logger, Registerer: p.reg,
 	})
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sitetools/sitetools/internal/assistant"
+	"github.com/sitetools/sitetools/internal/breaker"
 	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/config"
 	"github.com/sitetools/sitetools/internal/postgres"
@@ -38,6 +39,8 @@ type Parts struct {
 	ChatPersona string
 	// ChatBudget is the chat model's daily budget (nil: one from the configuration).
 	ChatBudget *budget.Budget
+	// ChatBreaker keeps turns off a chat model that is down (nil: none).
+	ChatBreaker *breaker.Breaker
 	// ProviderMetrics counts the paid calls of the chat's ledger (nil: new ones on
 	// Metrics). Pass the ones other ledgers use, so that all count in one place.
 	ProviderMetrics *budget.ProviderMetrics
@@ -86,9 +89,10 @@ func Wire(cfg config.Config, p Parts) (*server.App, error) {
 	}
 	if p.ChatProvider != nil {
 		chatOpts.Provider = p.ChatProvider
-		chatOpts.Budget = p.ChatBudget
+		chatOpts.Budget, chatOpts.Breaker = p.ChatBudget, p.ChatBreaker
 		if chatOpts.Budget == nil {
-			chatOpts.Budget = budget.NewBudget(p.DB.Pool, "llm", cfg.Chat.DailyTokenBudget, nil)
+			chatOpts.Budget = budget.New(p.DB.Pool, budget.Options{Kind: "llm", Limit: cfg.Chat.DailyTokenBudget,
+				PricePerMTok: cfg.Chat.PricePerMTok, Logger: logger})
 		}
 	}
 	chat, err := assistant.New(chatOpts)

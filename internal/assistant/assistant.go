@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/breaker"
 	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/tools"
@@ -46,6 +47,9 @@ type Options struct {
 	Budget       *budget.Budget
 	Ledger       *budget.Ledger
 	PricePerMTok float64 // USD per million tokens, for the ledger's estimate
+	// Breaker keeps calls off a provider that is down: while it is open, turns are
+	// answered retrieval-only at once (nil: none).
+	Breaker *breaker.Breaker
 	// Persona is the persona and tone, from the site owner (default DefaultPersona).
 	Persona string
 	// MaxToolRounds bounds the rounds of tool calls of one turn (default 4).
@@ -305,6 +309,8 @@ func (t *turnState) providerFailed(ctx context.Context, turn Turn, round int, er
 	if errors.Is(err, budget.ErrBudgetExhausted) {
 		reason = ReasonBudgetExhausted
 		t.a.opts.Logger.Info("LLM budget spent; the chat answers retrieval-only", "round", round)
+	} else if errors.Is(err, breaker.ErrOpen) {
+		t.a.opts.Logger.Debug("chat provider circuit open; the chat answers retrieval-only", "round", round)
 	} else {
 		t.a.opts.Logger.Warn("chat provider call failed", "round", round, "err", err.Error())
 	}

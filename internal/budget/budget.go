@@ -2,12 +2,22 @@
 // replicas, reserved before the call and settled after it, and a ledger of every call,
 // with their metrics. The query-embedding cache that spares repeated calls is
 // internal/embedcache.
+//
+// A budget is one row per UTC day and kind in PostgreSQL (used, reserved). A replica does
+// not lock that row for every call: it leases tokens from it (lease.go) and admits calls
+// against its lease in memory, so that replicas never queue on one row lock. Every token
+// a lease holds counts as reserved in the day's row, so the sum over replicas can never
+// pass the limit; a lease that its replica stops renewing (it was killed) is reclaimed by
+// any other, charged whole as spent.
 package budget
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,81 +29,164 @@ import (
 // ErrBudgetExhausted means today's budget cannot cover the call.
 var ErrBudgetExhausted = errors.New("daily token budget exhausted")
 
-// Budget is a daily token allowance of one kind ("embedding", "llm"), shared by all
-// replicas through PostgreSQL. Reservations are atomic: concurrent calls can never
-// reserve more than the limit between them.
+// Options configure a Budget. Zero values mean the defaults given per field.
+type Options struct {
+	Kind  string // "embedding" | "llm"
+	Limit int64  // tokens per UTC day; 0 means unlimited
+	// PricePerMTok prices the ledger row of a reclaimed lease (USD per million tokens).
+	PricePerMTok float64
+	// Now is the clock that says which day it is (nil: time.Now).
+	Now func() time.Time
+	// LeaseTTL is how long a replica's lease outlives its last renewal (default 30s);
+	// a live replica renews it every LeaseTTL/3 while it holds tokens.
+	LeaseTTL time.Duration
+	Logger   *slog.Logger // nil discards
+}
+
+// DefaultLeaseTTL is how long a lease outlives its replica's last renewal.
+const DefaultLeaseTTL = 30 * time.Second
+
+// Budget is a daily token allowance of one kind, shared by all replicas through
+// PostgreSQL. It is safe for concurrent use.
 type Budget struct {
-	pool  *pgxpool.Pool
-	kind  string
-	limit int64 // tokens per UTC day; 0 means unlimited
-	now   func() time.Time
+	pool   *pgxpool.Pool
+	opts   Options
+	holder string
+	ratios ratios
+
+	growMu sync.Mutex // one lease write of this budget at a time
+	mu     sync.Mutex // the fields below
+	leases map[time.Time]*lease
+	// flushing says a flusher goroutine runs; dirty that it has work; closing that
+	// Close asked it to return every token it can.
+	flushing, dirty, closing bool
+	wake                     chan struct{}
+	wg                       sync.WaitGroup
+	lastErr                  time.Time // of the last logged flush failure
+}
+
+// New returns the budget opts describe on pool. It contacts nothing until a reservation.
+func New(pool *pgxpool.Pool, opts Options) *Budget {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.LeaseTTL <= 0 {
+		opts.LeaseTTL = DefaultLeaseTTL
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	host, _ := os.Hostname()
+	return &Budget{
+		pool: pool, opts: opts, holder: fmt.Sprintf("%s:%d", host, os.Getpid()),
+		leases: map[time.Time]*lease{}, wake: make(chan struct{}, 1),
+	}
 }
 
 // NewBudget returns the budget of kind with limit tokens per UTC day (0: unlimited).
 // now is the clock (nil: time.Now).
 func NewBudget(pool *pgxpool.Pool, kind string, limit int64, now func() time.Time) *Budget {
-	if now == nil {
-		now = time.Now
-	}
-	return &Budget{pool: pool, kind: kind, limit: limit, now: now}
+	return New(pool, Options{Kind: kind, Limit: limit, Now: now})
 }
+
+// Kind is the budget's kind.
+func (b *Budget) Kind() string { return b.opts.Kind }
+
+// Limit is the budget's daily limit in tokens (0: unlimited).
+func (b *Budget) Limit() int64 { return b.opts.Limit }
 
 // Reservation holds tokens of a budget until the call settles.
 type Reservation struct {
-	b      *Budget
-	day    time.Time
-	tokens int64
-	done   bool
+	b       *Budget
+	l       *lease
+	tokens  int64
+	expires time.Time // its call's deadline plus a margin
+	done    bool      // guarded by b.mu
 }
 
-// Reserve holds tokens of today's budget, or returns ErrBudgetExhausted.
+// reservationMargin is how long after its call's deadline an unsettled reservation is
+// charged as spent by the replica itself; callDefault is the deadline assumed for a
+// call without one.
+const (
+	reservationMargin = 10 * time.Second
+	callDefault       = 2 * time.Minute
+)
+
+// Reserve holds tokens of today's budget, or returns ErrBudgetExhausted. The
+// reservation's lease ends at ctx's deadline plus a margin: a call still unsettled then
+// is charged as spent.
 func (b *Budget) Reserve(ctx context.Context, tokens int64) (*Reservation, error) {
-	day := b.now().UTC().Truncate(24 * time.Hour)
-	if b.limit > 0 && tokens > b.limit {
+	tokens = max(tokens, 0)
+	if b.opts.Limit > 0 && tokens > b.opts.Limit {
 		return nil, ErrBudgetExhausted
 	}
-	// The row lock of ON CONFLICT DO UPDATE serialises concurrent reservations, and the
-	// WHERE refuses one that would cross the limit.
-	var reserved int64
-	err := b.pool.QueryRow(ctx, `
-		INSERT INTO budgets (day, kind, reserved) VALUES ($1, $2, $3)
-		ON CONFLICT (day, kind) DO UPDATE SET reserved = budgets.reserved + EXCLUDED.reserved
-		WHERE $4 = 0 OR budgets.reserved + budgets.used + EXCLUDED.reserved <= $4
-		RETURNING reserved`, day, b.kind, tokens, b.limit).Scan(&reserved)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrBudgetExhausted
+	expires := time.Now().Add(callDefault)
+	if d, ok := ctx.Deadline(); ok {
+		expires = d
 	}
-	if err != nil {
-		return nil, pgerr.Wrap("budget.Reserve", err)
+	r := &Reservation{b: b, expires: expires.Add(reservationMargin)}
+	if err := b.take(ctx, b.today(), r, tokens); err != nil {
+		return nil, err
 	}
-	return &Reservation{b: b, day: day, tokens: tokens}, nil
+	return r, nil
 }
 
-// Settle replaces the reservation with the tokens the provider reported.
-func (r *Reservation) Settle(ctx context.Context, used int64) error {
-	return r.finish(ctx, used)
+// Extend adds tokens to the reservation, for another request of the same call (a
+// retry), or returns ErrBudgetExhausted and leaves it as it was.
+func (r *Reservation) Extend(ctx context.Context, tokens int64) error {
+	r.b.mu.Lock()
+	done, day := r.done, r.l.day
+	r.b.mu.Unlock()
+	if done {
+		return errors.New("budget: extending a settled reservation")
+	}
+	return r.b.take(ctx, day, r, max(tokens, 0))
 }
 
-// Release returns the reserved tokens unused (the call failed before being charged).
-func (r *Reservation) Release(ctx context.Context) error {
-	return r.finish(ctx, 0)
+// Tokens is what the reservation holds.
+func (r *Reservation) Tokens() int64 {
+	r.b.mu.Lock()
+	defer r.b.mu.Unlock()
+	return r.tokens
 }
 
-func (r *Reservation) finish(ctx context.Context, used int64) error {
-	if r == nil || r.done {
-		return nil
+// Settle replaces the reservation with the tokens the provider reported (or, for
+// requests that may have reached it unanswered, what they were reserved at). More
+// than was reserved is charged too: the provider bills what it counts.
+func (r *Reservation) Settle(used int64) { r.finish(max(used, 0)) }
+
+// Release returns the reserved tokens unused: the call provably never reached the
+// provider, or the provider refused it.
+func (r *Reservation) Release() { r.finish(0) }
+
+// Unknown charges the reservation whole: the call may have reached the provider and
+// nothing says what it counted (it timed out, was cancelled after being sent, the
+// connection was reset, or the provider answered 5xx).
+func (r *Reservation) Unknown() {
+	if r == nil {
+		return
+	}
+	r.finish(r.Tokens())
+}
+
+func (r *Reservation) finish(used int64) {
+	if r == nil {
+		return
+	}
+	b := r.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if r.done {
+		return
 	}
 	r.done = true
-	// Settle even if the caller is gone: the tokens were spent either way.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_, err := r.b.pool.Exec(ctx, `UPDATE budgets SET reserved = greatest(reserved - $3, 0), used = used + $4
-		WHERE day = $1 AND kind = $2`, r.day, r.b.kind, r.tokens, used)
-	if err != nil {
-		return pgerr.Wrap("budget.Settle", err)
-	}
-	return nil
+	r.l.held -= r.tokens
+	r.l.pending += used
+	delete(r.l.calls, r)
+	b.kickLocked()
 }
+
+func (b *Budget) today() time.Time { return b.opts.Now().UTC().Truncate(24 * time.Hour) }
 
 // Usage is one day's state of a budget.
 type Usage struct {
@@ -104,11 +197,12 @@ type Usage struct {
 	Used     int64  `json:"used"`
 }
 
-// Today returns today's usage of the budget.
+// Today returns today's usage of the budget as PostgreSQL has it: settled spend reaches
+// it within a fraction of a second (Flush makes it now).
 func (b *Budget) Today(ctx context.Context) (Usage, error) {
-	day := b.now().UTC().Truncate(24 * time.Hour)
-	u := Usage{Day: day.Format(time.DateOnly), Kind: b.kind, Limit: b.limit}
-	err := b.pool.QueryRow(ctx, `SELECT reserved, used FROM budgets WHERE day = $1 AND kind = $2`, day, b.kind).Scan(&u.Reserved, &u.Used)
+	day := b.today()
+	u := Usage{Day: day.Format(time.DateOnly), Kind: b.opts.Kind, Limit: b.opts.Limit}
+	err := b.pool.QueryRow(ctx, `SELECT reserved, used FROM budgets WHERE day = $1 AND kind = $2`, day, b.opts.Kind).Scan(&u.Reserved, &u.Used)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return u, fmt.Errorf("budget.Today: %w", pgerr.Wrap("query", err))
 	}

@@ -19,8 +19,23 @@ type Entry struct {
 	Tokens   int
 	CostUSD  float64
 	CacheHit bool
-	Outcome  string // "ok" | "error"
+	Outcome  string // one of the Outcome* constants
 }
+
+// The outcomes of a ledger row.
+const (
+	// OutcomeOK: the provider answered and reported (or we counted) the tokens.
+	OutcomeOK = "ok"
+	// OutcomeError: the call never reached the provider (refused connection, name not
+	// found), or the provider refused it (4xx, 429 included): not billed.
+	OutcomeError = "error"
+	// OutcomeUnknown: the call may have reached the provider and nothing says what it
+	// counted (timed out, cancelled after being sent, reset, 5xx, or its replica was
+	// killed and its lease reclaimed); charged at its reservation.
+	OutcomeUnknown = "unknown"
+	// OutcomeSkipped: the call was not made because the provider's circuit was open.
+	OutcomeSkipped = "skipped"
+)
 
 // Ledger records paid calls in PostgreSQL.
 type Ledger struct {
@@ -58,9 +73,11 @@ type ReportRow struct {
 	Kind      string  `json:"kind"`
 	Channel   string  `json:"channel"`
 	Tool      string  `json:"tool"`
-	Calls     int64   `json:"providerCalls"`
+	Calls     int64   `json:"providerCalls"` // calls made, cache hits and skipped calls not included
 	CacheHits int64   `json:"cacheHits"`
-	Errors    int64   `json:"errors"`
+	Errors    int64   `json:"errors"`     // calls that never reached the provider or that it refused
+	Unknown   int64   `json:"unknown"`    // calls charged at their reservation: delivery unknown
+	Saved     int64   `json:"callsSaved"` // calls not made because the circuit was open
 	Tokens    int64   `json:"tokens"`
 	CostUSD   float64 `json:"costUsd"`
 }
@@ -69,8 +86,9 @@ type ReportRow struct {
 func (l *Ledger) Report(ctx context.Context, days int) ([]ReportRow, error) {
 	rows, err := l.pool.Query(ctx, `
 		SELECT to_char(date_trunc('day', at AT TIME ZONE 'UTC'), 'YYYY-MM-DD'), kind, channel, tool,
-		       count(*) FILTER (WHERE NOT cache_hit), count(*) FILTER (WHERE cache_hit),
-		       count(*) FILTER (WHERE outcome <> 'ok'), coalesce(sum(tokens), 0), coalesce(sum(cost_usd), 0)::float8
+		       count(*) FILTER (WHERE NOT cache_hit AND outcome <> 'skipped'), count(*) FILTER (WHERE cache_hit),
+		       count(*) FILTER (WHERE outcome = 'error'), count(*) FILTER (WHERE outcome = 'unknown'),
+		       count(*) FILTER (WHERE outcome = 'skipped'), coalesce(sum(tokens), 0), coalesce(sum(cost_usd), 0)::float8
 		FROM ledger
 		WHERE at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - make_interval(days => $1 - 1)
 		GROUP BY 1, 2, 3, 4 ORDER BY 1 DESC, 2, 3, 4`, days)
@@ -81,7 +99,7 @@ func (l *Ledger) Report(ctx context.Context, days int) ([]ReportRow, error) {
 	var out []ReportRow
 	for rows.Next() {
 		var r ReportRow
-		if err := rows.Scan(&r.Day, &r.Kind, &r.Channel, &r.Tool, &r.Calls, &r.CacheHits, &r.Errors, &r.Tokens, &r.CostUSD); err != nil {
+		if err := rows.Scan(&r.Day, &r.Kind, &r.Channel, &r.Tool, &r.Calls, &r.CacheHits, &r.Errors, &r.Unknown, &r.Saved, &r.Tokens, &r.CostUSD); err != nil {
 			return nil, pgerr.Wrap("budget.Report", err)
 		}
 		out = append(out, r)

@@ -23,7 +23,7 @@ func NewProviderMetrics(reg prometheus.Registerer) *ProviderMetrics {
 	m := &ProviderMetrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sitetools_provider_calls_total",
-			Help: "Calls to the paid providers by kind (embedding, llm) and outcome (ok, error); cache hits are not calls.",
+			Help: "Calls to the paid providers by kind (embedding, llm) and outcome (ok; error: never reached the provider or refused by it; unknown: may have reached it, charged at its reservation; skipped: not made, the circuit was open); cache hits are not calls.",
 		}, []string{"kind", "outcome"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sitetools_provider_tokens_total",
@@ -36,7 +36,7 @@ func NewProviderMetrics(reg prometheus.Registerer) *ProviderMetrics {
 	}
 	reg.MustRegister(m.calls, m.tokens, m.cost)
 	for _, kind := range []string{"embedding", "llm"} {
-		for _, outcome := range []string{"ok", "error"} {
+		for _, outcome := range []string{OutcomeOK, OutcomeError, OutcomeUnknown, OutcomeSkipped} {
 			m.calls.WithLabelValues(kind, outcome)
 		}
 		m.tokens.WithLabelValues(kind)
@@ -49,9 +49,11 @@ func (m *ProviderMetrics) observe(e Entry) {
 	if m == nil || e.CacheHit {
 		return
 	}
-	outcome := "ok"
-	if e.Outcome != "ok" {
-		outcome = "error"
+	outcome := e.Outcome
+	switch outcome {
+	case OutcomeOK, OutcomeUnknown, OutcomeSkipped:
+	default:
+		outcome = OutcomeError
 	}
 	m.calls.WithLabelValues(e.Kind, outcome).Inc()
 	m.tokens.WithLabelValues(e.Kind).Add(float64(max(e.Tokens, 0)))
@@ -86,7 +88,7 @@ func NewUsageCollector(pool *pgxpool.Pool, limits map[string]int64, logger *slog
 		pool: pool, limits: limits, logger: logger, now: time.Now,
 		limit:     desc("sitetools_budget_limit_tokens", "Today's token budget by kind (UTC day); 0 means unlimited."),
 		used:      desc("sitetools_budget_used_tokens", "Tokens of today's budget used, by kind, shared by all replicas."),
-		reserved:  desc("sitetools_budget_reserved_tokens", "Tokens of today's budget held by calls in flight, by kind."),
+		reserved:  desc("sitetools_budget_reserved_tokens", "Tokens of today's budget leased by replicas (calls in flight, spend about to be settled, and about a second of each replica's demand), by kind."),
 		remaining: desc("sitetools_budget_remaining_tokens", "Tokens left in today's budget, by kind; only for limited budgets."),
 		cost:      desc("sitetools_cost_today_usd", "Estimated cost of today's paid calls (UTC day) in USD, by kind, from the ledger."),
 	}

@@ -11,15 +11,13 @@ import (
 	"unicode"
 
 	lru "github.com/hashicorp/golang-lru/v2"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/pgvector/pgvector-go"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/sitetools/sitetools/internal/breaker"
 	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/llm"
-	"github.com/sitetools/sitetools/internal/postgres/pgerr"
 	"github.com/sitetools/sitetools/tools"
 )
 
@@ -38,16 +36,22 @@ type QueryEmbedderOptions struct {
 	QueryPrefix  string
 	Budget       *budget.Budget
 	Ledger       *budget.Ledger
-	PricePerMTok float64       // USD per million tokens, for the ledger's estimate
-	Timeout      time.Duration // one provider call, retries included (default 5s)
-	CacheSize    int           // in-process entries (default 10 000)
-	Logger       *slog.Logger
-	Registerer   prometheus.Registerer // nil: no metrics
+	PricePerMTok float64 // USD per million tokens, for the ledger's estimate
+	// Timeout is how long a search waits for its query's vector (default 5s). A provider
+	// call that takes longer is left to run as long again: the search degrades at once,
+	// and a late answer settles what the provider billed and fills the cache.
+	Timeout time.Duration
+	// Breaker keeps calls off a provider that is down (nil: none).
+	Breaker    *breaker.Breaker
+	CacheSize  int // in-process entries (default 10 000)
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer // nil: no metrics
 }
 
 // QueryEmbedder embeds search queries behind the cost guard: an in-process LRU, then the
-// shared PostgreSQL cache, then, once per distinct query in flight (single-flight), a
-// budgeted and recorded provider call.
+// shared PostgreSQL cache, then, once per distinct query in flight across all replicas
+// (single-flight, see fetch.go), a budgeted and recorded provider call behind the
+// provider's circuit breaker.
 type QueryEmbedder struct {
 	opts  QueryEmbedderOptions
 	cache *lru.Cache[[32]byte, []float32]
@@ -119,7 +123,9 @@ type embedResult struct {
 }
 
 // EmbedQuery returns the query's vector, or nil and the reason search must degrade.
-// It never fails because of the provider or the budget; err is for the database.
+// It never fails because of the provider or the budget; err is for the database. It
+// waits at most the Timeout for the provider: the call may go on to settle and cache a
+// late answer, but the search does not wait for it.
 func (q *QueryEmbedder) EmbedQuery(ctx context.Context, tool, query string) ([]float32, string, error) {
 	key := CacheKey(q.Model(), q.opts.QueryPrefix, query)
 	if v, ok := q.cache.Get(key); ok {
@@ -127,16 +133,24 @@ func (q *QueryEmbedder) EmbedQuery(ctx context.Context, tool, query string) ([]f
 		return v, "", nil
 	}
 	req := tools.RequestFrom(ctx)
+	began := time.Now()
 	// Identical concurrent queries share one lookup and one provider call. The shared
-	// work must not die with the first caller, so it runs on a detached context.
+	// work must not die with the first caller, so it runs on a detached context: the
+	// search's wait and as long again for a late answer, and time for the database.
 	ch := q.sf.DoChan(string(key[:]), func() (any, error) {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.opts.Timeout+5*time.Second)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*q.opts.Timeout+5*time.Second)
 		defer cancel()
-		return q.load(ctx, key, string(req.Channel), tool, query)
+		return q.load(ctx, key, string(req.Channel), tool, query, began)
 	})
+	wait := time.NewTimer(q.opts.Timeout + dbSlack)
+	defer wait.Stop()
 	select {
 	case <-ctx.Done():
 		return nil, "", ctx.Err()
+	case <-wait.C:
+		q.hits.WithLabelValues("degraded").Inc()
+		q.degraded.WithLabelValues(DegradedUnavailable).Inc()
+		return nil, DegradedUnavailable, nil
 	case r := <-ch:
 		if r.Err != nil {
 			return nil, "", r.Err
@@ -149,80 +163,6 @@ func (q *QueryEmbedder) EmbedQuery(ctx context.Context, tool, query string) ([]f
 	}
 }
 
-func (q *QueryEmbedder) load(ctx context.Context, key [32]byte, channel, tool, query string) (embedResult, error) {
-	model := q.Model()
-	var stored pgvector.Vector
-	var stale bool
-	err := q.opts.Pool.QueryRow(ctx, `SELECT embedding, used_at < now() - interval '1 day' FROM embedding_cache WHERE key = $1 AND model = $2`,
-		key[:], model).Scan(&stored, &stale)
-	switch {
-	case err == nil:
-		// Retention keeps what is used: mark the use, at most once a day per query.
-		if stale {
-			if _, err := q.opts.Pool.Exec(ctx, `UPDATE embedding_cache SET used_at = now() WHERE key = $1`, key[:]); err != nil {
-				q.opts.Logger.Warn("embedding cache touch failed", "err", err.Error())
-			}
-		}
-		v := stored.Slice()
-		q.cache.Add(key, v)
-		q.hits.WithLabelValues("database").Inc()
-		if err := q.opts.Ledger.Record(ctx, budget.Entry{Kind: "embedding", Channel: channel, Tool: tool, Model: model, CacheHit: true, Outcome: "ok"}); err != nil {
-			q.opts.Logger.Warn("ledger write failed", "err", err.Error())
-		}
-		return embedResult{vec: v}, nil
-	case !errors.Is(err, pgx.ErrNoRows):
-		return embedResult{}, pgerr.Wrap("embedcache.EmbedQuery: cache", err)
-	}
-
-	// A conservative estimate of what is sent, the task prefix included: providers'
-	// tokenizers differ a little from ours.
-	sent := q.opts.QueryPrefix + query
-	n := int64(llm.CountTokens(sent))
-	estimate := n + n/4 + 8
-	res, err := q.opts.Budget.Reserve(ctx, estimate)
-	if errors.Is(err, budget.ErrBudgetExhausted) {
-		q.hits.WithLabelValues("degraded").Inc()
-		return embedResult{degraded: DegradedBudget}, nil
-	}
-	if err != nil {
-		return embedResult{}, err
-	}
-	callCtx, cancel := context.WithTimeout(ctx, q.opts.Timeout)
-	out, callErr := q.opts.Embedder.Embed(callCtx, []string{sent})
-	cancel()
-	if callErr == nil && (len(out.Vectors) != 1 || len(out.Vectors[0]) != q.opts.Embedder.Dimensions()) {
-		callErr = fmt.Errorf("provider returned %d vectors for 1 query", len(out.Vectors))
-	}
-	if callErr != nil {
-		// A provider that failed may still have charged; without its word we assume not.
-		if err := res.Release(ctx); err != nil {
-			q.opts.Logger.Warn("budget release failed", "err", err.Error())
-		}
-		if err := q.opts.Ledger.Record(ctx, budget.Entry{Kind: "embedding", Channel: channel, Tool: tool, Model: model, Outcome: "error"}); err != nil {
-			q.opts.Logger.Warn("ledger write failed", "err", err.Error())
-		}
-		q.opts.Logger.Warn("embedding provider call failed; search degrades to full-text", "err", callErr.Error())
-		q.hits.WithLabelValues("degraded").Inc()
-		return embedResult{degraded: DegradedUnavailable}, nil
-	}
-	tokens := int64(out.Tokens)
-	if tokens <= 0 {
-		tokens = n
-	}
-	if err := res.Settle(ctx, tokens); err != nil {
-		q.opts.Logger.Warn("budget settle failed", "err", err.Error())
-	}
-	if err := q.opts.Ledger.Record(ctx, budget.Entry{Kind: "embedding", Channel: channel, Tool: tool, Model: model,
-		Tokens: int(tokens), CostUSD: float64(tokens) * q.opts.PricePerMTok / 1e6, Outcome: "ok"}); err != nil {
-		q.opts.Logger.Warn("ledger write failed", "err", err.Error())
-	}
-	v := out.Vectors[0]
-	if _, err := q.opts.Pool.Exec(ctx, `INSERT INTO embedding_cache (key, model, embedding) VALUES ($1, $2, $3)
-		ON CONFLICT (key) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding, created_at = now(), used_at = now()`,
-		key[:], model, pgvector.NewVector(v)); err != nil {
-		q.opts.Logger.Warn("embedding cache write failed", "err", err.Error())
-	}
-	q.cache.Add(key, v)
-	q.hits.WithLabelValues("provider").Inc()
-	return embedResult{vec: v}, nil
-}
+// dbSlack is what a search waits beyond the Timeout for the database work around the
+// provider call (cache, claim, budget, ledger).
+const dbSlack = 250 * time.Millisecond

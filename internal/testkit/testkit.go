@@ -202,3 +202,19 @@ func FreeAddr(t testing.TB) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+// Eventually polls cond every 10ms until it holds (true) or d passed (false): for state
+// that another process or a background writer reaches on its own, such as a budget's
+// settled spend in PostgreSQL.
+func Eventually(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
