@@ -30,6 +30,9 @@ func TestChatProviderFaults(t *testing.T) {
 		"LLM_BASE_URL": fake.BaseURL(),
 		"LLM_MODEL":    "fake-model",
 		"LLM_TIMEOUT":  llmTimeout.String(),
+		// Each fault is met on its own here: no circuit breaker opens after the first
+		// few (test/cluster asserts the breaker).
+		"LLM_BREAKER_FAILURES": "0",
 	})
 	ingestDemo(t, vars)
 	serveBinary(t, vars)
