@@ -64,6 +64,28 @@ func get(base, path string) error {
 	return nil
 }
 
+// mcpToolsList sends MCP's tools/list to base's /mcp (a POST, as every MCP request is)
+// and fails unless the answer is a 200 that lists search_site.
+func mcpToolsList(base string) error {
+	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("tools/list: status %d, body cut short: %w", resp.StatusCode, err)
+	}
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(`"search_site"`)) {
+		return fmt.Errorf("tools/list: status %d: %.300s", resp.StatusCode, b)
+	}
+	return nil
+}
+
 // budgetRow returns the budget of kind ("embedding" or "llm") as the books have it:
 // used and reserved tokens, summed over the days of the test (0 without a row).
 func budgetRow(t *testing.T, conn *pgx.Conn, kind string) (used, reserved int64) {

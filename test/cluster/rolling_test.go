@@ -22,7 +22,7 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 	c := startCluster(t, replicas, nil)
 	t.Logf("cluster of %d replicas ready in %v", replicas, time.Since(begin).Round(time.Millisecond))
 
-	l := startLoad(c.URL(), workers)
+	l := startLoad(c.URL(), workers, kinds)
 	t.Cleanup(l.finish)
 	waitFor(t, 10*time.Second, "the load did not get going", func() bool { return l.completed() >= 100 })
 
@@ -62,7 +62,7 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 // the load uses, which only nginx sends it.
 func served(t *testing.T, c *cluster, i int) float64 {
 	n := 0.0
-	for _, route := range []string{"/api/chat/tools", "/healthz"} {
+	for _, route := range []string{"/api/chat/tools", "/healthz", "/mcp"} {
 		n += metric(t, c.Admin(i), "sitetools_http_requests_total", map[string]string{"route": route})
 	}
 	return n
@@ -75,6 +75,7 @@ var kinds = []string{"search", "catalog", "healthz"}
 // until finish.
 type load struct {
 	base  string
+	kinds []string
 	begin time.Time
 	stop  chan struct{}
 	once  sync.Once
@@ -87,8 +88,9 @@ type load struct {
 	first  []string // the first failures, when and what
 }
 
-func startLoad(base string, workers int) *load {
-	l := &load{base: base, begin: time.Now(), stop: make(chan struct{}), okBy: map[string]int{}, failBy: map[string]int{}}
+// startLoad starts workers clients, each sending kinds of requests in turn to base.
+func startLoad(base string, workers int, kinds []string) *load {
+	l := &load{base: base, kinds: kinds, begin: time.Now(), stop: make(chan struct{}), okBy: map[string]int{}, failBy: map[string]int{}}
 	for w := range workers {
 		l.wg.Add(1)
 		go l.run(w)
@@ -107,7 +109,7 @@ func (l *load) run(w int) {
 			return
 		default:
 		}
-		kind := kinds[(w+k)%len(kinds)]
+		kind := l.kinds[(w+k)%len(l.kinds)]
 		var err error
 		switch kind {
 		case "search":
@@ -116,6 +118,8 @@ func (l *load) run(w int) {
 			err = get(l.base, "/api/chat/tools")
 		case "healthz":
 			err = get(l.base, "/healthz")
+		case "mcp":
+			err = mcpToolsList(l.base)
 		}
 		l.record(kind, err)
 	}
@@ -169,7 +173,7 @@ func (l *load) report() string {
 	defer l.mu.Unlock()
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d requests in %v:", l.done, time.Since(l.begin).Round(time.Millisecond))
-	names := append([]string(nil), kinds...)
+	names := append([]string(nil), l.kinds...)
 	sort.Strings(names)
 	for _, k := range names {
 		fmt.Fprintf(&b, " %s %d ok, %d failed;", k, l.okBy[k], l.failBy[k])
