@@ -24,10 +24,33 @@ CREATE UNLOGGED TABLE embedding_claims (
     until  timestamptz NOT NULL
 );
 
+-- How many tokens a provider counts for each token of sitetools' own estimate, per kind
+-- and model, as it last reported (ingest and served calls): reservations are sized by it
+-- on every replica from its start, instead of the worst case assumed before any report.
+CREATE TABLE provider_ratios (
+    kind        text             NOT NULL,
+    model       text             NOT NULL,
+    ratio       double precision NOT NULL CHECK (ratio > 0),
+    updated_at  timestamptz      NOT NULL DEFAULT now(),
+    PRIMARY KEY (kind, model)
+);
+
 COMMENT ON COLUMN ledger.outcome IS
     'ok; error (never reached the provider, or refused by it: not billed); unknown (may have reached it: timed out, reset, 5xx, a reclaimed lease; charged at its reservation); skipped (not made: the circuit was open)';
 
 -- +goose Down
+-- How many tokens a provider counts for each token of sitetools' own estimate, per kind
+-- and model, as it last reported (ingest and served calls): reservations are sized by it
+-- on every replica from its start, instead of the worst case assumed before any report.
+CREATE TABLE provider_ratios (
+    kind        text             NOT NULL,
+    model       text             NOT NULL,
+    ratio       double precision NOT NULL CHECK (ratio > 0),
+    updated_at  timestamptz      NOT NULL DEFAULT now(),
+    PRIMARY KEY (kind, model)
+);
+
 COMMENT ON COLUMN ledger.outcome IS NULL;
+DROP TABLE provider_ratios;
 DROP TABLE embedding_claims;
 DROP TABLE budget_leases;

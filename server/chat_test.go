@@ -396,18 +396,15 @@ func TestChatDisconnect(t *testing.T) {
 	if !ce.fake.WaitCancelled(5 * time.Second) {
 		t.Fatal("the provider request was not cancelled after the client went away")
 	}
-	// The call is on the ledger as failed, with what it streamed counted.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		var outcome string
-		err := ce.db.Pool.QueryRow(context.Background(), `SELECT outcome FROM ledger`).Scan(&outcome)
-		if err == nil && outcome == "error" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no ledger row for the cancelled call: %v %q", err, outcome)
-		}
-		time.Sleep(20 * time.Millisecond)
+	// The call reached the provider and was cancelled: it is on the ledger as unknown
+	// delivery, charged at its reservation (the prompt and the most the answer may take).
+	var outcome string
+	var tokens int
+	if !testkit.Eventually(5*time.Second, func() bool {
+		err := ce.db.Pool.QueryRow(context.Background(), `SELECT outcome, tokens FROM ledger`).Scan(&outcome, &tokens)
+		return err == nil
+	}) || outcome != "unknown" || tokens <= 1024 {
+		t.Fatalf("ledger row of the cancelled call: %q, %d tokens; want unknown, charged more than the answer's 1024", outcome, tokens)
 	}
 }
 
@@ -482,7 +479,8 @@ func TestChatConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config.Chat{ToolMode: "native", Timeout: 60 * time.Second, MaxToolRounds: 4, MaxConcurrent: 32, MaxConcurrentPerClient: 4, MaxMessages: 40, MaxChars: 20000}
+	want := config.Chat{ToolMode: "native", Timeout: 60 * time.Second, MaxToolRounds: 4, MaxConcurrent: 32, MaxConcurrentPerClient: 4, MaxMessages: 40, MaxChars: 20000,
+		BreakerFailures: 5, BreakerCooldown: 30 * time.Second}
 	if diff := cmp.Diff(want, cfg.Chat); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}

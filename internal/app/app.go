@@ -84,6 +84,13 @@ func Build(ctx context.Context, cfg config.Config, opts Options) (svc *Service, 
 	s.LLMBudget = budget.New(s.DB.Pool, budget.Options{Kind: "llm", Limit: cfg.Chat.DailyTokenBudget,
 		PricePerMTok: cfg.Chat.PricePerMTok, Logger: s.logger})
 	s.closers = append(s.closers, func() { closeBudgets(s.logger, embeddingBudget, s.LLMBudget) })
+	for _, b := range []*budget.Budget{embeddingBudget, s.LLMBudget} {
+		// What the providers reported before (ingest, other replicas) sizes reservations
+		// from the first call; without it they assume the worst until the first report.
+		if err := b.LoadRatios(ctx); err != nil {
+			s.logger.Warn("could not read the providers' token ratios", "kind", b.Kind(), "err", err.Error())
+		}
+	}
 	embeddingBreaker, err := newBreaker("embedding", cfg.Embeddings.BreakerFailures, cfg.Embeddings.BreakerCooldown, s.Metrics, s.logger)
 	if err != nil {
 		return nil, err

@@ -309,7 +309,7 @@ func (b *Budget) flushAll(ctx context.Context) error {
 		leases = append(leases, l)
 	}
 	b.mu.Unlock()
-	var first error
+	first := b.storeRatios(ctx)
 	for _, l := range leases {
 		if err := b.flushLease(ctx, l); err != nil && first == nil {
 			first = err

@@ -1,8 +1,13 @@
 package budget
 
 import (
+	"context"
 	"math"
 	"sync"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sitetools/sitetools/internal/postgres/pgerr"
 )
 
 // Reservations are sized by what the provider reported before. A provider's tokenizer is
@@ -21,8 +26,9 @@ const (
 )
 
 type ratios struct {
-	mu sync.Mutex
-	k  map[string]float64
+	mu    sync.Mutex
+	k     map[string]float64
+	dirty map[string]bool // learned here, not yet stored
 }
 
 // Size is what to reserve for one request of model whose input sitetools estimates at
@@ -51,12 +57,78 @@ func (b *Budget) Learn(model string, estimate, reported int64) {
 	if r.k == nil {
 		r.k = map[string]float64{}
 	}
+	if r.dirty == nil {
+		r.dirty = map[string]bool{}
+	}
+	r.dirty[model] = true
 	k, ok := r.k[model]
 	if !ok || obs > k {
 		r.k[model] = obs
 		return
 	}
 	r.k[model] = k + ratioDecay*(obs-k)
+}
+
+// LoadRatios reads the ratios stored for this budget's kind (by ingest, or by any
+// replica), for models that this process has not learned itself yet.
+func (b *Budget) LoadRatios(ctx context.Context) error {
+	rows, err := b.pool.Query(ctx, `SELECT model, ratio FROM provider_ratios WHERE kind = $1`, b.opts.Kind)
+	if err != nil {
+		return pgerr.Wrap("budget.LoadRatios", err)
+	}
+	stored := map[string]float64{}
+	for rows.Next() {
+		var model string
+		var k float64
+		if err := rows.Scan(&model, &k); err != nil {
+			return pgerr.Wrap("budget.LoadRatios", err)
+		}
+		stored[model] = k
+	}
+	if err := rows.Err(); err != nil {
+		return pgerr.Wrap("budget.LoadRatios", err)
+	}
+	r := &b.ratios
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.k == nil {
+		r.k = map[string]float64{}
+	}
+	for model, k := range stored {
+		if _, ok := r.k[model]; !ok {
+			r.k[model] = k
+		}
+	}
+	return nil
+}
+
+// storeRatios writes the ratios learned here since the last write.
+func (b *Budget) storeRatios(ctx context.Context) error {
+	r := &b.ratios
+	r.mu.Lock()
+	pending := map[string]float64{}
+	for model := range r.dirty {
+		pending[model] = r.k[model]
+	}
+	r.dirty = nil
+	r.mu.Unlock()
+	for model, k := range pending {
+		if err := StoreRatio(ctx, b.pool, b.opts.Kind, model, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StoreRatio records that the provider of kind counts ratio tokens for each token of
+// sitetools' estimate with model (ingest stores what its batches reported).
+func StoreRatio(ctx context.Context, pool *pgxpool.Pool, kind, model string, ratio float64) error {
+	if !(ratio > 0) || math.IsInf(ratio, 0) {
+		return nil
+	}
+	_, err := pool.Exec(ctx, `INSERT INTO provider_ratios (kind, model, ratio) VALUES ($1, $2, $3)
+		ON CONFLICT (kind, model) DO UPDATE SET ratio = EXCLUDED.ratio, updated_at = now()`, kind, model, ratio)
+	return pgerr.Wrap("budget.StoreRatio", err)
 }
 
 // Ratio is the learned ratio of reported to estimated tokens for model; 0 before its

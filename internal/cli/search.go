@@ -93,6 +93,14 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if cfg.Embeddings.Provider != "local" && st.Estimated > 0 && st.Tokens > 0 {
+		// What the provider counted against our estimate sizes the query budget's
+		// reservations on every replica.
+		ratio := float64(st.Tokens) / float64(st.Estimated)
+		if err := budget.StoreRatio(ctx, db.Pool, "embedding", in.Embedder.Model(), ratio); err != nil {
+			logger.Warn("could not store the provider's token ratio", "err", err.Error())
+		}
+	}
 	elapsed := time.Since(start)
 	fmt.Fprintf(stdout, "ingested %s (%s, %d dimensions) in %s: %s (%s)\n", source, in.Embedder.Model(), in.Embedder.Dimensions(),
 		elapsed.Round(100*time.Millisecond), st, chunkRate(st.ChunksEmbedded, elapsed))

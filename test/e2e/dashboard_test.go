@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -55,7 +56,19 @@ func TestDashboardMetricsAreLive(t *testing.T) {
 
 	degraded, limited := dashboardSession(t, public)
 
-	families := scrape(t, filepath.Join(dir, "admin.sock"), adminToken)
+	// The chat's settled spend reaches the day's budget row within a fraction of a second.
+	var families map[string]*dto.MetricFamily
+	testkit.Eventually(5*time.Second, func() bool {
+		families = scrape(t, filepath.Join(dir, "admin.sock"), adminToken)
+		for _, m := range families["sitetools_budget_used_tokens"].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == "llm" && m.GetGauge().GetValue() > 0 {
+					return true
+				}
+			}
+		}
+		return false
+	})
 	names := dashboardMetrics(t)
 	if len(names) < 10 {
 		t.Fatalf("the dashboard names %d metrics: %v", len(names), names)

@@ -48,7 +48,10 @@ type IngestStats struct {
 	ChunksEmbedded int
 	ChunksReused   int
 	EmbedCalls     int
-	Tokens         int
+	Tokens         int // as the provider counted them
+	// Estimated is sitetools' own count of the tokens embedded: the ratio of Tokens to
+	// it sizes the query budget's reservations (budget.StoreRatio).
+	Estimated int
 }
 
 func (s IngestStats) String() string {

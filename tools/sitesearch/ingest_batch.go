@@ -191,6 +191,9 @@ func (b *batcher) embed(ctx context.Context, n int) error {
 		return fmt.Errorf("embedding: %d vectors for %d texts", len(res.Vectors), n)
 	}
 	b.st.Tokens += res.Tokens
+	for _, t := range texts {
+		b.st.Estimated += llm.CountTokens(t)
+	}
 	b.st.ChunksEmbedded += n
 	if b.in.Progress != nil {
 		b.in.Progress(*b.st)
