@@ -229,9 +229,11 @@ func usageCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%-10s  %-9s  %-8s  %-12s  %6s  %6s  %6s  %9s  %10s\n", "day", "kind", "channel", "tool", "calls", "cached", "errors", "tokens", "cost USD")
+	// unknown: calls that may have reached the provider unanswered, charged at their
+	// reservation; saved: calls not made because the provider's circuit was open.
+	fmt.Fprintf(stdout, "%-10s  %-9s  %-8s  %-12s  %6s  %6s  %6s  %7s  %6s  %9s  %10s\n", "day", "kind", "channel", "tool", "calls", "cached", "errors", "unknown", "saved", "tokens", "cost USD")
 	for _, r := range rows {
-		fmt.Fprintf(stdout, "%-10s  %-9s  %-8s  %-12s  %6d  %6d  %6d  %9d  %10.6f\n", r.Day, r.Kind, r.Channel, r.Tool, r.Calls, r.CacheHits, r.Errors, r.Tokens, r.CostUSD)
+		fmt.Fprintf(stdout, "%-10s  %-9s  %-8s  %-12s  %6d  %6d  %6d  %7d  %6d  %9d  %10.6f\n", r.Day, r.Kind, r.Channel, r.Tool, r.Calls, r.CacheHits, r.Errors, r.Unknown, r.Saved, r.Tokens, r.CostUSD)
 	}
 	return nil
 }
