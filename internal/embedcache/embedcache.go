@@ -142,7 +142,7 @@ func (q *QueryEmbedder) EmbedQuery(ctx context.Context, tool, query string) ([]f
 		defer cancel()
 		return q.load(ctx, key, string(req.Channel), tool, query, began)
 	})
-	wait := time.NewTimer(q.opts.Timeout + dbSlack)
+	wait := time.NewTimer(q.opts.Timeout + min(q.opts.Timeout/4, dbSlack))
 	defer wait.Stop()
 	select {
 	case <-ctx.Done():
@@ -163,6 +163,6 @@ func (q *QueryEmbedder) EmbedQuery(ctx context.Context, tool, query string) ([]f
 	}
 }
 
-// dbSlack is what a search waits beyond the Timeout for the database work around the
-// provider call (cache, claim, budget, ledger).
+// dbSlack is the most a search waits beyond the Timeout for the database work around the
+// provider call (cache, claim, budget, ledger); a quarter of a shorter Timeout.
 const dbSlack = 250 * time.Millisecond
