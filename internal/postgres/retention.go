@@ -117,6 +117,12 @@ func (db *DB) Prune(ctx context.Context, r Retention, wait bool) (Pruned, error)
 		})
 	}
 	steps = append(steps, func() error {
+		// Claims of query embeddings whose fetch ended without releasing them (a killed
+		// replica): the next fetch of the query overwrites one, this keeps the rest few.
+		var claims int64
+		return batches(&claims, `DELETE FROM embedding_claims WHERE key IN (
+			SELECT key FROM embedding_claims WHERE until < now() LIMIT $1)`)
+	}, func() error {
 		return batches(&out.Idempotency, `DELETE FROM idempotency_keys WHERE (tool, key_hash) IN (
 			SELECT tool, key_hash FROM idempotency_keys WHERE expires_at < now() LIMIT $1)`)
 	})
