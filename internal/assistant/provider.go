@@ -2,6 +2,7 @@ package assistant
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/sitetools/sitetools/internal/breaker"
@@ -36,7 +37,7 @@ func (t *turnState) complete(ctx context.Context, req llm.ChatRequest, prompt in
 	defer cancel()
 	charge, err := t.reserve(cctx, model, prompt, req.MaxTokens)
 	if err != nil {
-		brk.Done(nil)
+		brk.Done(errNoCall)
 		return nil, err
 	}
 	cctx, delivery := llm.Track(cctx)
@@ -150,6 +151,10 @@ func (c *charge) settle(used int64) {
 		c.r.Release()
 	}
 }
+
+// errNoCall reports to the breaker a call that was not made (no budget, or the database
+// failed first): neither a success nor a failure of the provider.
+var errNoCall = errors.New("assistant: no provider call was made")
 
 // noBreaker admits every call.
 type noBreaker struct{}

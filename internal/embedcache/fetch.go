@@ -111,12 +111,12 @@ func (q *QueryEmbedder) fetch(ctx context.Context, c callInfo) (res embedResult,
 	per := q.opts.Budget.Size(model, n) + 8
 	reservation, err := q.opts.Budget.Reserve(ctx, per)
 	if errors.Is(err, budget.ErrBudgetExhausted) {
-		brk.Done(nil)
+		brk.Done(errNoCall)
 		q.hits.WithLabelValues("degraded").Inc()
 		return embedResult{degraded: DegradedBudget}, nil
 	}
 	if err != nil {
-		brk.Done(nil)
+		brk.Done(errNoCall)
 		return embedResult{}, err
 	}
 	callCtx, delivery := llm.Track(ctx)
@@ -196,6 +196,10 @@ func (q *QueryEmbedder) unclaim(key [32]byte) {
 		q.opts.Logger.Warn("embedding claim release failed", "err", err.Error())
 	}
 }
+
+// errNoCall reports to the breaker a call that was not made (no budget, or the database
+// failed first): neither a success nor a failure of the provider.
+var errNoCall = errors.New("embedcache: no provider call was made")
 
 // noBreaker admits every call.
 type noBreaker struct{}
