@@ -261,3 +261,36 @@ func TestLedgerReport(t *testing.T) {
 		t.Fatalf("mcp row %+v", mcp)
 	}
 }
+
+// A reservation whose call outlived its deadline by the margin without settling is
+// charged as spent by its own replica: the call may have been served.
+func TestUnsettledReservationsExpire(t *testing.T) {
+	db := pgtest.NewDB(t)
+	ctx := context.Background()
+	b := budget.NewBudget(db.Pool, "llm", 1000, nil)
+	deadline, cancel := context.WithTimeout(ctx, time.Hour)
+	defer cancel()
+	stuck, err := b.Reserve(deadline, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := b.Reserve(deadline, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Now().Add(time.Hour + budget.ReservationMargin); stuck.ExpiresAt().Before(want.Add(-time.Minute)) {
+		t.Errorf("the reservation's lease ends %v, want its call's deadline plus the margin", stuck.ExpiresAt())
+	}
+	stuck.Outlive()
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	live.Settle(20)
+	stuck.Settle(1) // too late: it was charged whole
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if u := today(t, b); u.Used != 120 || u.Reserved != 0 {
+		t.Fatalf("%+v: want the expired 100 and the settled 20 used, nothing reserved", u)
+	}
+}
