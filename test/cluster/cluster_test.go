@@ -45,6 +45,21 @@ type replica struct {
 // ends.
 func startCluster(t *testing.T, n int, vars map[string]string) *cluster {
 	t.Helper()
+	return startClusterWith(t, n, vars, clusterHooks{})
+}
+
+// clusterHooks run between the steps of startClusterWith; nil ones are skipped.
+type clusterHooks struct {
+	// beforeIngest runs once the database is migrated, before the demo site is
+	// ingested through the fake provider (which it may set up, e.g. how it counts).
+	beforeIngest func(c *cluster)
+	// beforeServe runs once the site is ingested, before any replica starts.
+	beforeServe func(c *cluster)
+}
+
+// startClusterWith starts a cluster as startCluster does, running hooks between its steps.
+func startClusterWith(t *testing.T, n int, vars map[string]string, hooks clusterHooks) *cluster {
+	t.Helper()
 	c := &cluster{t: t, dbURL: pgtest.NewURL(t), provider: llmtest.NewServer(t, 64)}
 	common := map[string]string{
 		"DATABASE_URL":          c.dbURL,
@@ -59,8 +74,14 @@ func startCluster(t *testing.T, n int, vars map[string]string) *cluster {
 	}
 	maps.Copy(common, vars)
 	testkit.Run(t, binary, common, "migrate")
+	if hooks.beforeIngest != nil {
+		hooks.beforeIngest(c)
+	}
 	testkit.Run(t, binary, common, "ingest", "--dir", filepath.Join(repoRoot(), "deploy", "demo", "site"),
 		"--base-url", "https://example.com")
+	if hooks.beforeServe != nil {
+		hooks.beforeServe(c)
+	}
 
 	addrs := freeAddrs(t, 2*n+1)
 	var upstreams []string
@@ -122,6 +143,25 @@ func (c *cluster) Restart(i int) {
 	}
 	r.proc = testkit.Start(c.t, binary, r.vars, "serve")
 	c.waitReady(i)
+}
+
+// Pid is the process id of replica i's running (or last) process.
+func (c *cluster) Pid(i int) int { return c.replicas[i].proc.Cmd.Process.Pid }
+
+// RestartWith stops every replica (SIGTERM, each drains and gives its budget leases
+// back), adds vars to their environment, and starts them again on the same addresses.
+// Unlike the other methods, it must not run while other goroutines use the cluster.
+func (c *cluster) RestartWith(vars map[string]string) {
+	c.t.Helper()
+	for i, r := range c.replicas {
+		if err := c.Stop(i); err != nil {
+			c.t.Fatalf("replica %d exited with %v after SIGTERM, want 0", i, err)
+		}
+		next := maps.Clone(r.vars)
+		maps.Copy(next, vars)
+		r.vars = next
+		c.Restart(i)
+	}
 }
 
 // DB is a connection to the cluster's database, closed when the test ends.

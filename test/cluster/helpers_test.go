@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -182,4 +183,68 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 		}
 		<-tick.C
 	}
+}
+
+// searchOutcome is how one search of searchMany went.
+type searchOutcome struct {
+	query, degraded string
+	err             error
+	took            time.Duration
+}
+
+// searchMany sends the searches of queries, the i-th to base(i), from width clients at
+// once, and returns how each went, in the order of queries.
+func searchMany(base func(i int) string, queries []string, width int) []searchOutcome {
+	out := make([]searchOutcome, len(queries))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range width {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				began := time.Now()
+				degraded, err := searchVia(base(i), queries[i])
+				out[i] = searchOutcome{query: queries[i], degraded: degraded, err: err, took: time.Since(began)}
+			}
+		}()
+	}
+	for i := range queries {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
+}
+
+// distinctQueries returns n queries that differ from each other, of a few words each.
+func distinctQueries(what string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s %s question %d", topics[i%len(topics)], what, i)
+	}
+	return out
+}
+
+// answered fails the test for every search of out that was not answered (a status
+// other than 200, or a result that is an error), and returns how many were answered by
+// degraded reason ("" for those with their vector) and the longest a search took.
+func answered(t *testing.T, out []searchOutcome) (byReason map[string]int, longest time.Duration) {
+	t.Helper()
+	byReason = map[string]int{}
+	failed := 0
+	for _, o := range out {
+		longest = max(longest, o.took)
+		if o.err != nil {
+			if failed++; failed <= 5 {
+				t.Errorf("search %q after %v: %v", o.query, o.took.Round(time.Millisecond), o.err)
+			}
+			continue
+		}
+		byReason[o.degraded]++
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d searches were not answered", failed, len(out))
+	}
+	return byReason, longest
 }
