@@ -33,10 +33,6 @@ func (q *QueryEmbedder) load(ctx context.Context, key [32]byte, channel, tool, q
 			q.hits.WithLabelValues("database").Inc()
 			q.record(ctx, call, budget.Entry{CacheHit: true, Outcome: budget.OutcomeOK})
 			return embedResult{vec: v}, nil
-		case !claimed && q.opts.Breaker != nil && q.opts.Breaker.State() == breaker.Open:
-			// Degrade at once: no reservation, no call, no wait.
-			q.unclaim(key)
-			return q.skip(ctx, call), nil
 		case !claimed:
 			return q.fetch(ctx, call)
 		}

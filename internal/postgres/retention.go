@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Retention says how long the rows that grow with use are kept. A zero field keeps them.
@@ -58,18 +60,8 @@ func (db *DB) Prune(ctx context.Context, r Retention, wait bool) (Pruned, error)
 		return out, Wrap("postgres.Prune", err)
 	}
 	defer conn.Release()
-	if wait {
-		if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, pruneLockKey); err != nil {
-			return out, Wrap("postgres.Prune: lock", err)
-		}
-	} else {
-		var got bool
-		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, pruneLockKey).Scan(&got); err != nil {
-			return out, Wrap("postgres.Prune: lock", err)
-		}
-		if !got {
-			return out, ErrPruneBusy
-		}
+	if err := lockPrune(ctx, conn, wait); err != nil {
+		return out, err
 	}
 	defer func() {
 		// On a dead connection the lock went with the session.
@@ -132,6 +124,25 @@ func (db *DB) Prune(ctx context.Context, r Retention, wait bool) (Pruned, error)
 		}
 	}
 	return out, nil
+}
+
+// lockPrune takes the prune lock on conn: waiting for it, or ErrPruneBusy at once if
+// another process holds it and wait is false.
+func lockPrune(ctx context.Context, conn *pgxpool.Conn, wait bool) error {
+	if wait {
+		if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, pruneLockKey); err != nil {
+			return Wrap("postgres.Prune: lock", err)
+		}
+		return nil
+	}
+	var got bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, pruneLockKey).Scan(&got); err != nil {
+		return Wrap("postgres.Prune: lock", err)
+	}
+	if !got {
+		return ErrPruneBusy
+	}
+	return nil
 }
 
 // PruneEvery runs Prune without waiting, now and then every interval until ctx ends, and
