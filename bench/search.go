@@ -41,14 +41,19 @@ func searchScenarioName(conns int) string {
 // ingestDemo ingests the demo site as `sitetools ingest --dir deploy/demo/site` does.
 // After the first run nothing has changed and it makes no embedding call.
 func ingestDemo(ctx context.Context, cfg config.Config, db *postgres.DB, logger *slog.Logger) (sitesearch.IngestStats, error) {
+	if cfg.Embeddings.Provider != "local" {
+		return sitesearch.IngestStats{}, fmt.Errorf("the bench ingests with the local embedder, not %q", cfg.Embeddings.Provider)
+	}
+	return ingestSite(ctx, cfg, db, logger)
+}
+
+// ingestSite ingests the demo site with the configured embeddings, whichever they are.
+func ingestSite(ctx context.Context, cfg config.Config, db *postgres.DB, logger *slog.Logger) (sitesearch.IngestStats, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return sitesearch.IngestStats{}, err
 	}
 	dir := filepath.Join(root, demoDir)
-	if cfg.Embeddings.Provider != "local" {
-		return sitesearch.IngestStats{}, fmt.Errorf("the bench ingests with the local embedder, not %q", cfg.Embeddings.Provider)
-	}
 	in, err := app.NewIngester(cfg.Embeddings, db, logger)
 	if err != nil {
 		return sitesearch.IngestStats{}, err

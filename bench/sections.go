@@ -19,6 +19,7 @@ type section struct {
 var sections = []section{
 	{name: wrkName, run: runWrk},
 	{name: ttftName, run: runTTFT},
+	{name: flightName, run: runFlight},
 	{name: scaleIngestName, run: runScaleIngest},
 	{name: scaleSearchName, run: runScaleSearch},
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -78,8 +79,9 @@ type service struct {
 }
 
 // inProcessConfig is the configuration of the service the bench runs in its own
-// process: the database at dbURL, no admin listener, no rate limit, the example schedule.
-func inProcessConfig(root, dbURL string) (config.Config, error) {
+// process: the database at dbURL, no admin listener, no rate limit, the example schedule,
+// and the variables of extra (nil: none) on top.
+func inProcessConfig(root, dbURL string, extra map[string]string) (config.Config, error) {
 	env := map[string]string{
 		"DATABASE_URL":          dbURL,
 		"LISTEN_ADDR":           "127.0.0.1:0",
@@ -90,6 +92,7 @@ func inProcessConfig(root, dbURL string) (config.Config, error) {
 		"TOOL_MAX_CONCURRENT_PER_CLIENT": "0",
 		"CHAT_MAX_CONCURRENT_PER_CLIENT": "0",
 	}
+	maps.Copy(env, extra)
 	return config.Load(func(k string) string { return env[k] })
 }
 
@@ -98,7 +101,7 @@ func startService(ctx context.Context, dbURL, label string) (*service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("startService: %w", err)
 	}
-	cfg, err := inProcessConfig(root, dbURL)
+	cfg, err := inProcessConfig(root, dbURL, nil)
 	if err != nil {
 		return nil, fmt.Errorf("startService: %w", err)
 	}

@@ -86,7 +86,7 @@ func startSlots(ctx context.Context, adminURL string) (*slotsParts, error) {
 	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
 		return nil, err
 	}
-	cfg, err := inProcessConfig(root, dbURL)
+	cfg, err := inProcessConfig(root, dbURL, nil)
 	if err != nil {
 		return nil, err
 	}

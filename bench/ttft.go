@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -28,8 +27,11 @@ const (
 	ttftName  = "Chat time to first token (POST /api/chat, fake model)"
 	ttftDelay = 50 * time.Millisecond
 	// ttftMinSamples is the fewest turns of one kind a round measures, however short
-	// -duration is, so that a p99 rests on a few hundred samples over the rounds.
+	// -duration is, so that a p99 rests on a few hundred samples over the rounds;
+	// ttftMaxSamples is the most, however long it is, so that the highest concurrency
+	// ends its rounds early rather than lengthen the run.
 	ttftMinSamples = 80
+	ttftMaxSamples = 1000
 	// ttftPlain is the question the model answers at once; searchQuery is the one it
 	// looks up first.
 	ttftPlain  = "Hello! Who are you?"
@@ -40,11 +42,22 @@ const (
 	ttftToolSlack = 2 * time.Millisecond
 )
 
-// ttftConcurrency is the concurrent turns of each measurement (closed loop).
-var ttftConcurrency = [...]int{1, 16}
+// ttftConcurrency is the concurrent turns of each measurement (closed loop). The goals
+// are judged up to ttftJudgedUpTo concurrent turns; above, the figures are reported
+// without a goal.
+var ttftConcurrency = [...]int{1, 16, 64}
 
-// maxConcurrentChats is the service's CHAT_MAX_CONCURRENT here: room for every turn.
-const maxConcurrentChats = 64
+const ttftJudgedUpTo = 16
+
+// maxConcurrentChats is the service's CHAT_MAX_CONCURRENT here: room for every turn,
+// and for turns whose client has read the end while the service is still closing them.
+const maxConcurrentChats = 2 * 64
+
+// ttftDailyBudget is the service's EMBEDDINGS_DAILY_TOKEN_BUDGET and
+// LLM_DAILY_TOKEN_BUDGET: finite, so that every model call and every uncached query
+// reserves and settles against a limited budget, as in production, and too large for
+// the run to exhaust.
+const ttftDailyBudget = 1_000_000_000
 
 // A ttftKind is one thing measured: a chat turn of either shape, or a baseline:
 // search_site called alone, at a tool turn's pace or back to back, and the fake model
@@ -91,6 +104,7 @@ type ttftBench struct {
 	// fake-model baseline sends it directly.
 	plainBody atomic.Pointer[[]byte]
 	search    json.RawMessage // search_site's arguments, as the fake model asks for them
+	steps     stepLog         // the steps of the tool turns measured since the last take
 }
 
 func runTTFT(ctx context.Context, env sectionEnv) (sectionResult, error) {
@@ -106,7 +120,7 @@ func runTTFT(ctx context.Context, env sectionEnv) (sectionResult, error) {
 	}
 	if env.s.warmup > 0 {
 		for k := range ttftKinds {
-			if _, err := b.closedLoop(ctx, k, ttftConcurrency[len(ttftConcurrency)-1], env.s.warmup, 0); err != nil {
+			if _, err := b.closedLoop(ctx, k, ttftConcurrency[len(ttftConcurrency)-1], env.s.warmup, 0, ttftMaxSamples); err != nil {
 				return sectionResult{}, fmt.Errorf("warm-up, %s: %w", k, err)
 			}
 		}
@@ -115,7 +129,7 @@ func runTTFT(ctx context.Context, env sectionEnv) (sectionResult, error) {
 	if err != nil {
 		return sectionResult{}, err
 	}
-	return ttftReport(cells), nil
+	return ttftReport(cells, b.svc.Config.DatabaseMaxConns), nil
 }
 
 // startTTFT starts the fake model and the service, built by app.Build from the bench's
@@ -131,6 +145,7 @@ func startTTFT(ctx context.Context, env sectionEnv) (*ttftBench, error) {
 	cfg := env.svc.cfg
 	cfg.Chat.LLMBaseURL, cfg.Chat.LLMModel = b.fake.BaseURL(), "fake-model"
 	cfg.Chat.MaxConcurrent = maxConcurrentChats
+	cfg.Chat.DailyTokenBudget, cfg.Embeddings.DailyTokenBudget = ttftDailyBudget, ttftDailyBudget
 	cfg.ToolMaxConcurrent = max(cfg.ToolMaxConcurrent, maxConcurrentChats)
 	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	b.svc, err = app.Build(ctx, cfg, app.Options{DB: env.svc.db, Logger: logger, Register: registerTools})
@@ -185,7 +200,14 @@ func (b *ttftBench) reply(_ int, req llmtest.ChatRequest) llmtest.ChatReply {
 
 // A ttftCell is what was measured of one kind at one concurrency: every sample, and
 // each round's median.
-type ttftCell struct{ samples, roundP50s []time.Duration }
+type ttftCell struct {
+	samples, roundP50s []time.Duration
+	steps              []toolSteps // of a tool turn's samples
+	// connWait is the time the service waited for a connection of its database pool
+	// (pgxpool's AcquireDuration) during the rounds, over acquires acquisitions.
+	connWait time.Duration
+	acquires int64
+}
 
 type ttftCells [len(ttftConcurrency)][ttftKinds]ttftCell
 
@@ -198,12 +220,18 @@ func (b *ttftBench) rounds(ctx context.Context, env sectionEnv) (*ttftCells, err
 			for j := range ttftKinds {
 				k := (ttftKind(i) + j) % ttftKinds
 				runtime.GC()
-				got, err := b.closedLoop(ctx, k, c, env.s.duration, ttftMinSamples)
+				b.steps.take()
+				pool := b.svc.DB.Pool.Stat()
+				got, err := b.closedLoop(ctx, k, c, env.s.duration, ttftMinSamples, ttftMaxSamples)
 				if err != nil {
 					return out, fmt.Errorf("%s, %d concurrent: %w", k, c, err)
 				}
 				cell := &out[ci][k]
+				after := b.svc.DB.Pool.Stat()
+				cell.connWait += after.AcquireDuration() - pool.AcquireDuration()
+				cell.acquires += after.AcquireCount() - pool.AcquireCount()
 				cell.samples = append(cell.samples, got...)
+				cell.steps = append(cell.steps, b.steps.take()...)
 				p50 := percentile(sortedDurations(got), 50)
 				cell.roundP50s = append(cell.roundP50s, p50)
 				fmt.Fprintf(env.stderr, "%s: round %d/%d, %2d concurrent, %-24s %5d samples, p50 %s\n",
@@ -215,8 +243,9 @@ func (b *ttftBench) rounds(ctx context.Context, env sectionEnv) (*ttftCells, err
 }
 
 // closedLoop runs c workers that each measure one k after the other, until d has passed
-// and at least min samples are in, and returns the samples (each less k's delays).
-func (b *ttftBench) closedLoop(ctx context.Context, k ttftKind, c int, d time.Duration, min int) ([]time.Duration, error) {
+// and at least min samples are in, or max samples are, and returns the samples (each
+// less k's delays).
+func (b *ttftBench) closedLoop(ctx context.Context, k ttftKind, c int, d time.Duration, min, max int) ([]time.Duration, error) {
 	deadline := time.Now().Add(d)
 	var (
 		mu       sync.Mutex
@@ -229,7 +258,7 @@ func (b *ttftBench) closedLoop(ctx context.Context, k ttftKind, c int, d time.Du
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for ctx.Err() == nil && (time.Now().Before(deadline) || n.Load() < int64(min)) {
+			for ctx.Err() == nil && n.Load() < int64(max) && (time.Now().Before(deadline) || n.Load() < int64(min)) {
 				if !pause(ctx, k.pause()) {
 					break
 				}
@@ -300,125 +329,4 @@ func (b *ttftBench) once(ctx context.Context, k ttftKind) (time.Duration, error)
 		return 0, err
 	}
 	return b.turn(ctx, body, k == kindTool)
-}
-
-// post sends body as JSON to url and returns when it was sent and the response, whose
-// status is 200.
-func (b *ttftBench) post(ctx context.Context, url string, body []byte) (time.Time, *http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return time.Time{}, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	start := time.Now()
-	resp, err := b.client.Do(req)
-	if err != nil {
-		return start, nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return start, nil, fmt.Errorf("status %d", resp.StatusCode)
-	}
-	return start, resp, nil
-}
-
-// turn posts one chat turn and returns the time to its first message.delta; the stream
-// must then end with message.done, after a successful search_site call before the
-// first text exactly when withTool.
-func (b *ttftBench) turn(ctx context.Context, body []byte, withTool bool) (time.Duration, error) {
-	start, resp, err := b.post(ctx, "http://"+b.addr+"/api/chat", body)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	r := bufio.NewReader(resp.Body)
-	var lat time.Duration
-	var before, after []string // event names before and after the first delta
-	failedTool := false
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			if errors.Is(err, io.EOF) && line == "" {
-				break
-			}
-			return 0, err
-		}
-		name, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "event: ")
-		if !ok {
-			if lat == 0 && len(before) > 0 && strings.HasPrefix(line, "data: ") {
-				switch before[len(before)-1] {
-				case "message.delta":
-					lat = time.Since(start) // the first delta's data is read
-				case "tool.result":
-					failedTool = failedTool || !strings.Contains(line, `"ok":true`)
-				}
-			}
-			continue
-		}
-		if lat == 0 {
-			before = append(before, name)
-		} else {
-			after = append(after, name)
-		}
-	}
-	if failedTool {
-		return 0, errors.New("search_site failed in the chat")
-	}
-	return lat, checkTurn(before, after, withTool)
-}
-
-// checkTurn checks a turn's events: before, up to the first message.delta; after, the
-// rest.
-func checkTurn(before, after []string, withTool bool) error {
-	want := []string{"message.delta"}
-	if withTool {
-		want = []string{"tool.call", "tool.result", "message.delta"}
-	}
-	if strings.Join(before, " ") != strings.Join(want, " ") {
-		return fmt.Errorf("events before the first text %q, want %q", before, want)
-	}
-	if len(after) == 0 || after[len(after)-1] != "message.done" || strings.Contains(strings.Join(after, " "), "error") {
-		return fmt.Errorf("events after the first text %q: want message.done last and no error", after)
-	}
-	return nil
-}
-
-// fakeAlone posts body, a request as sitetools sends it, to the fake model directly and
-// returns the time to the first chunk with text; it reads the rest of the stream.
-func (b *ttftBench) fakeAlone(ctx context.Context, body []byte) (time.Duration, error) {
-	start, resp, err := b.post(ctx, b.fake.BaseURL()+"/chat/completions", body)
-	if err != nil {
-		return 0, fmt.Errorf("fake model: %w", err)
-	}
-	defer resp.Body.Close()
-	r := bufio.NewReader(resp.Body)
-	var lat time.Duration
-	done := false
-	for !done {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return 0, fmt.Errorf("fake model: %w", err)
-		}
-		data, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "data: ")
-		switch {
-		case !ok:
-		case data == "[DONE]":
-			done = true
-		case lat == 0:
-			var chunk struct {
-				Choices []struct{ Delta struct{ Content string } }
-			}
-			if err := json.Unmarshal([]byte(data), &chunk); err != nil {
-				return 0, fmt.Errorf("fake model: %w", err)
-			}
-			if len(chunk.Choices) > 0 && chunk.Choices[0].Delta.Content != "" {
-				lat = time.Since(start)
-			}
-		}
-	}
-	if lat == 0 {
-		return 0, errors.New("fake model: no text")
-	}
-	return lat, nil
 }
