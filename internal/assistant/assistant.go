@@ -149,6 +149,7 @@ func (a *Assistant) Run(ctx context.Context, turn Turn, emit func(Event) error) 
 	}
 	t := &turnState{a: a, emitFn: emit, req: tools.Request{Channel: tools.ChannelChat, Client: turn.Client}, seen: map[string]bool{},
 		words: wordsFor(turn.Lang)}
+	defer t.ledger.Wait() // a turn whose client left still has its calls recorded
 	if a.opts.Provider == nil {
 		return t.retrieve(ctx, turn, ReasonNotConfigured)
 	}
@@ -170,6 +171,8 @@ type turnState struct {
 	sources  []Source
 	seen     map[string]bool
 	calls    int
+
+	ledger sync.WaitGroup // the ledger rows being written
 }
 
 func (t *turnState) emit(name string, data any) error {
@@ -218,11 +221,13 @@ func (t *turnState) finish(mode, reason string) error {
 	t.mu.Lock()
 	u := t.usage
 	t.mu.Unlock()
+	t.ledger.Wait() // the turn's calls are on the ledger when it ends
 	return t.emit(EventDone, Done{Usage: u, Mode: mode, Reason: reason})
 }
 
 // fail ends the turn with an error event.
 func (t *turnState) fail(code, message string) error {
+	t.ledger.Wait()
 	return t.emit(EventError, Error{Code: code, Message: message})
 }
 

@@ -161,11 +161,17 @@ type noBreaker struct{}
 
 func (noBreaker) Done(error) {}
 
+// record writes the ledger row of a model call off the turn's path: the turn goes on to
+// its tools or its answer meanwhile, and waits for its rows before it ends (ledgerDone).
 func (t *turnState) record(ctx context.Context, e budget.Entry) {
 	if t.a.opts.Ledger == nil {
 		return
 	}
-	if err := t.a.opts.Ledger.Record(ctx, e); err != nil {
-		t.a.opts.Logger.Warn("ledger write failed", "err", err.Error())
-	}
+	t.ledger.Add(1)
+	go func() {
+		defer t.ledger.Done()
+		if err := t.a.opts.Ledger.Record(ctx, e); err != nil {
+			t.a.opts.Logger.Warn("ledger write failed", "err", err.Error())
+		}
+	}()
 }

@@ -26,9 +26,10 @@ const (
 )
 
 type ratios struct {
-	mu    sync.Mutex
-	k     map[string]float64
-	dirty map[string]bool // learned here, not yet stored
+	mu     sync.Mutex
+	k      map[string]float64
+	stored map[string]float64 // as last stored or loaded
+	dirty  map[string]bool    // learned here, not yet stored
 }
 
 // Size is what to reserve for one request of model whose input sitetools estimates at
@@ -57,16 +58,20 @@ func (b *Budget) Learn(model string, estimate, reported int64) {
 	if r.k == nil {
 		r.k = map[string]float64{}
 	}
-	if r.dirty == nil {
-		r.dirty = map[string]bool{}
-	}
-	r.dirty[model] = true
 	k, ok := r.k[model]
-	if !ok || obs > k {
-		r.k[model] = obs
-		return
+	next := obs
+	if ok && obs <= k {
+		next = k + ratioDecay*(obs-k)
 	}
-	r.k[model] = k + ratioDecay*(obs-k)
+	r.k[model] = next
+	// Stored when it is new or moved by more than a percent since it was last stored,
+	// not on every call.
+	if s, stored := r.stored[model]; !stored || math.Abs(next-s) > s/100 {
+		if r.dirty == nil {
+			r.dirty = map[string]bool{}
+		}
+		r.dirty[model] = true
+	}
 }
 
 // LoadRatios reads the ratios stored for this budget's kind (by ingest, or by any
@@ -94,7 +99,11 @@ func (b *Budget) LoadRatios(ctx context.Context) error {
 	if r.k == nil {
 		r.k = map[string]float64{}
 	}
+	if r.stored == nil {
+		r.stored = map[string]float64{}
+	}
 	for model, k := range stored {
+		r.stored[model] = k
 		if _, ok := r.k[model]; !ok {
 			r.k[model] = k
 		}
@@ -107,8 +116,12 @@ func (b *Budget) storeRatios(ctx context.Context) error {
 	r := &b.ratios
 	r.mu.Lock()
 	pending := map[string]float64{}
+	if r.stored == nil {
+		r.stored = map[string]float64{}
+	}
 	for model := range r.dirty {
 		pending[model] = r.k[model]
+		r.stored[model] = r.k[model]
 	}
 	r.dirty = nil
 	r.mu.Unlock()
