@@ -168,3 +168,41 @@ func TestBreakers(t *testing.T) {
 		t.Errorf("%d lines, want one per problem (4):\n%v", n, err)
 	}
 }
+
+func TestConfigIngest(t *testing.T) {
+	load := func(vars map[string]string) (config.Config, error) {
+		base := map[string]string{"DATABASE_URL": "postgres://x", "ADMIN_LISTEN_ADDR": "off"}
+		maps.Copy(base, vars)
+		return config.Load(func(k string) string { return base[k] })
+	}
+	cfg, err := load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Ingest.SitemapURL != "" || cfg.Ingest.Interval != time.Hour || cfg.Ingest.Origin() != "" {
+		t.Errorf("defaults: %+v, origin %q; want no sitemap, 1h", cfg.Ingest, cfg.Ingest.Origin())
+	}
+	cfg, err = load(map[string]string{"INGEST_SITEMAP_URL": "HTTPS://Site.Example:8443/sitemap.xml?k=v", "INGEST_INTERVAL": "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Ingest.Interval != 0 || cfg.Ingest.Origin() != "https://site.example:8443" {
+		t.Errorf("interval 0: %+v, origin %q; want 0 and https://site.example:8443", cfg.Ingest, cfg.Ingest.Origin())
+	}
+	for _, bad := range []map[string]string{
+		{"INGEST_SITEMAP_URL": "site.example/sitemap.xml?token=secret"},
+		{"INGEST_INTERVAL": "500ms"},
+		{"INGEST_INTERVAL": "-1h"},
+		{"INGEST_INTERVAL": "hourly"},
+	} {
+		_, err := load(bad)
+		for name, v := range bad {
+			if err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s=%q: %v; want an error naming it", name, v, err)
+			}
+			if err != nil && strings.Contains(err.Error(), "secret") {
+				t.Errorf("%s: the error repeats the URL: %v", name, err)
+			}
+		}
+	}
+}
