@@ -52,6 +52,8 @@ func (a *App) adminRoutes() *echo.Echo {
 	e.GET("/admin/bookings", a.listBookings)
 	e.POST("/admin/bookings", a.createBooking)
 	e.DELETE("/admin/bookings/:id", a.cancelBooking)
+	e.POST("/admin/reindex", a.submitReindex)
+	e.GET("/admin/reindex/:id", a.getReindex)
 	return e
 }
 

@@ -38,6 +38,7 @@ type App struct {
 	chatCap  *Cap // chat turns at once
 	usage    func(ctx context.Context, days int) (any, error)
 	bookings appointments.BookingStore
+	reindex  Reindexer
 	chat     *assistant.Assistant
 
 	mcp    *mcpChannel
@@ -90,6 +91,9 @@ type Options struct {
 	Usage func(ctx context.Context, days int) (any, error)
 	// Bookings are managed on the admin API (nil: no appointments).
 	Bookings appointments.BookingStore
+	// Reindex is the publish hook's queue on the admin API (nil: POST /admin/reindex
+	// answers not_found).
+	Reindex Reindexer
 }
 
 // New attaches the routes of the public and admin APIs to what it is given. It does not
@@ -113,6 +117,7 @@ func New(cfg config.Config, opts Options) (*App, error) {
 		chatCap:  opts.Edge.chatCap,
 		usage:    opts.Usage,
 		bookings: opts.Bookings,
+		reindex:  opts.Reindex,
 		chat:     opts.Chat,
 	}
 	a.mcp = &mcpChannel{a: a}

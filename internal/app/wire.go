@@ -44,6 +44,8 @@ type Parts struct {
 	// ProviderMetrics counts the paid calls of the chat's ledger (nil: new ones on
 	// Metrics). Pass the ones other ledgers use, so that all count in one place.
 	ProviderMetrics *budget.ProviderMetrics
+	// Reindex is the publish hook's queue (nil: no POST /admin/reindex).
+	Reindex server.Reindexer
 }
 
 // Wire builds the HTTP application: the edge (metrics, rate limit, caps), the registry
@@ -100,5 +102,5 @@ func Wire(cfg config.Config, p Parts) (*server.App, error) {
 		return nil, fmt.Errorf("app.Wire: %w", err)
 	}
 	return server.New(cfg, server.Options{DB: p.DB, Logger: logger, Edge: edge, Registry: registry, Chat: chat,
-		Usage: p.Usage, Bookings: p.Bookings})
+		Usage: p.Usage, Bookings: p.Bookings, Reindex: p.Reindex})
 }
