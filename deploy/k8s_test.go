@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,6 +35,7 @@ var kinds = map[string]func() any{
 	"v1/Service":                                    func() any { return new(corev1.Service) },
 	"apps/v1/Deployment":                            func() any { return new(appsv1.Deployment) },
 	"batch/v1/Job":                                  func() any { return new(batchv1.Job) },
+	"batch/v1/CronJob":                              func() any { return new(batchv1.CronJob) },
 	"autoscaling/v2/HorizontalPodAutoscaler":        func() any { return new(autoscalingv2.HorizontalPodAutoscaler) },
 	"policy/v1/PodDisruptionBudget":                 func() any { return new(policyv1.PodDisruptionBudget) },
 	"networking.k8s.io/v1/NetworkPolicy":            func() any { return new(networkingv1.NetworkPolicy) },
@@ -197,6 +199,62 @@ func TestK8sManifests(t *testing.T) {
 	t.Run("scaling", func(t *testing.T) { k8sScaling(t, set) })
 
 	t.Run("network policy", func(t *testing.T) { k8sNetworkPolicy(t, set) })
+
+	t.Run("sync cronjob", func(t *testing.T) { k8sSyncCronJob(t, set) })
+}
+
+// k8sSyncCronJob is the subtest "sync cronjob" of TestK8sManifests: the hourly
+// `sitetools ingest --sitemap` for sites without a publish hook runs the Deployment's
+// image with its configuration, restricted, one run at a time, each ending before the
+// next is due.
+func k8sSyncCronJob(t *testing.T, set *k8sSet) {
+	cron := one[batchv1.CronJob](t, set.m)
+	spec := cron.Spec.JobTemplate.Spec
+	pod := spec.Template.Spec
+	checkRestricted(t, "sync cronjob", pod)
+	if len(pod.Containers) != 1 {
+		t.Fatalf("the sync CronJob has %d containers, want 1", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	if c.Image != set.c.Image {
+		t.Errorf("the sync CronJob runs %q, the Deployment %q: want the same image", c.Image, set.c.Image)
+	}
+	if len(c.Args) != 3 || c.Args[0] != "ingest" || c.Args[1] != "--sitemap" {
+		t.Fatalf("the sync CronJob's args %v, want ingest --sitemap URL", c.Args)
+	}
+	// The sitemap's URL is a variable the container defines ($(NAME) is expanded from
+	// its env only), with a URL in it.
+	if name, ok := strings.CutPrefix(c.Args[2], "$("); ok {
+		name = strings.TrimSuffix(name, ")")
+		i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name })
+		if i < 0 || !strings.HasPrefix(c.Env[i].Value, "https://") {
+			t.Errorf("the sync CronJob's --sitemap %s is not a URL its env sets", c.Args[2])
+		}
+	}
+	if !reflect.DeepEqual(c.EnvFrom, set.c.EnvFrom) {
+		t.Errorf("the sync CronJob's envFrom %+v, the Deployment's %+v: want the same configuration", c.EnvFrom, set.c.EnvFrom)
+	}
+	podConfig(t, c, set.configMaps, set.secret)
+	if cron.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent {
+		t.Errorf("concurrencyPolicy %q: two syncs could run at once", cron.Spec.ConcurrencyPolicy)
+	}
+	if d := spec.ActiveDeadlineSeconds; d == nil || *d <= 0 || *d >= 3600 {
+		t.Errorf("activeDeadlineSeconds %v, want a deadline within the hour between runs", d)
+	}
+	if spec.BackoffLimit == nil || *spec.BackoffLimit > 3 {
+		t.Errorf("backoffLimit %v, want a few retries at most", spec.BackoffLimit)
+	}
+	if fields := strings.Fields(cron.Spec.Schedule); len(fields) != 5 || fields[1] != "*" {
+		t.Errorf("schedule %q, want hourly", cron.Spec.Schedule)
+	}
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if _, ok := c.Resources.Requests[r]; !ok {
+			t.Errorf("the sync CronJob has no %s request", r)
+		}
+		if _, ok := c.Resources.Limits[r]; !ok {
+			t.Errorf("the sync CronJob has no %s limit", r)
+		}
+	}
 }
 
 // k8sKustomization is the subtest "kustomization" of TestK8sManifests.
@@ -206,13 +264,13 @@ func k8sKustomization(t *testing.T, set *k8sSet) {
 	var want []string
 	for name := range m {
 		switch name {
-		case "kustomization.yaml", "secret.example.yaml", "migrate-job.yaml":
+		case "kustomization.yaml", "secret.example.yaml", "migrate-job.yaml", "sync-cronjob.yaml":
 		default:
 			want = append(want, name)
 		}
 	}
 	if got := slices.Sorted(slices.Values(k.Resources)); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
-		t.Errorf("kustomization resources %v, want every manifest but the Secret example and the Job: %v", got, want)
+		t.Errorf("kustomization resources %v, want every manifest but the Secret example, the Job and the sync CronJob: %v", got, want)
 	}
 }
 
