@@ -20,7 +20,6 @@ import (
 	"github.com/sitetools/sitetools/internal/app"
 	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/config"
-	"github.com/sitetools/sitetools/internal/content"
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/llm/llmtest"
 	"github.com/sitetools/sitetools/internal/logs"
@@ -124,9 +123,7 @@ func (s *scaleSearch) ensureIndex(ctx context.Context) error {
 	}
 	in := &sitesearch.Ingester{Index: postgres.NewSiteIndex(db, hnswDims), Embedder: s.local, Ledger: budget.NewLedger(db.Pool)}
 	begin := time.Now()
-	st, err := in.Sync(ctx, "dir:"+dir, func(fn func(*content.Document) error) ([]string, error) {
-		return nil, content.WalkDir(dir, scaleBaseURL, fn)
-	})
+	st, err := in.Sync(ctx, "dir:"+dir, sitesearch.DirWalk(dir, scaleBaseURL))
 	if err != nil {
 		return err
 	}

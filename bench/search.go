@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sitetools/sitetools/internal/content"
 
 	"github.com/sitetools/sitetools/internal/config"
 
@@ -58,9 +57,7 @@ func ingestSite(ctx context.Context, cfg config.Config, db *postgres.DB, logger 
 	if err != nil {
 		return sitesearch.IngestStats{}, err
 	}
-	st, err := in.Sync(ctx, "dir:"+dir, func(fn func(*content.Document) error) ([]string, error) {
-		return nil, content.WalkDir(dir, demoBaseURL, fn)
-	})
+	st, err := in.Sync(ctx, "dir:"+dir, sitesearch.DirWalk(dir, demoBaseURL))
 	if err != nil {
 		return st, fmt.Errorf("ingest %s: %w", demoDir, err)
 	}

@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/sitetools/sitetools/internal/content"
 
 	"github.com/sitetools/sitetools/internal/config"
 
@@ -22,7 +19,6 @@ import (
 
 	"github.com/sitetools/sitetools/internal/app"
 	"github.com/sitetools/sitetools/internal/budget"
-	"github.com/sitetools/sitetools/internal/fetch"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
@@ -80,26 +76,24 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	in.Reindex = *reindex
 
-	source, walk, total, err := ingestSource(ctx, *dir, *baseURL, *sitemap, *concurrency, cfg, logger)
-	if err != nil {
-		return err
-	}
-
 	start := time.Now()
-	progress := newIngestProgress(stdout, total, start)
+	progress := &ingestProgress{out: stdout, start: start, last: start}
 	in.Progress = progress.update
-	st, err := in.Sync(ctx, source, walk)
+	var source string
+	var st sitesearch.IngestStats
+	if *sitemap != "" {
+		source = "sitemap:" + *sitemap
+		run := app.SitemapIngest{SitemapURL: *sitemap, Ingester: in, Concurrency: *concurrency, Started: progress.begin}
+		st, err = run.Run(ctx, cfg, db, logger)
+	} else {
+		source, st, err = ingestDir(ctx, *dir, *baseURL, in, progress)
+		if err == nil {
+			app.StoreTokenRatio(ctx, cfg.Embeddings, db, in, st, logger)
+		}
+	}
 	progress.done()
 	if err != nil {
 		return err
-	}
-	if cfg.Embeddings.Provider != "local" && st.Estimated > 0 && st.Tokens > 0 {
-		// What the provider counted against our estimate sizes the query budget's
-		// reservations on every replica.
-		ratio := float64(st.Tokens) / float64(st.Estimated)
-		if err := budget.StoreRatio(ctx, db.Pool, "embedding", in.Embedder.Model(), ratio); err != nil {
-			logger.Warn("could not store the provider's token ratio", "err", err.Error())
-		}
 	}
 	elapsed := time.Since(start)
 	fmt.Fprintf(stdout, "ingested %s (%s, %d dimensions) in %s: %s (%s)\n", source, in.Embedder.Model(), in.Embedder.Dimensions(),
@@ -109,6 +103,7 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 // ingestProgress shows how an ingest goes: a bar on a terminal, and elsewhere (a
 // container's log) a line every progressEvery, so that a slow model is seen working.
+// It starts once the number of pages is known.
 type ingestProgress struct {
 	out   io.Writer
 	bar   *progressbar.ProgressBar // nil: not a terminal
@@ -119,13 +114,13 @@ type ingestProgress struct {
 
 const progressEvery = 10 * time.Second
 
-func newIngestProgress(out io.Writer, total int, start time.Time) *ingestProgress {
-	p := &ingestProgress{out: out, total: total, start: start, last: start}
-	if f, ok := out.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+// begin learns the number of pages, and draws the bar on a terminal.
+func (p *ingestProgress) begin(total int) {
+	p.total = total
+	if f, ok := p.out.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
 		p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription("ingesting"),
 			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
 	}
-	return p
 }
 
 func (p *ingestProgress) update(st sitesearch.IngestStats) {
@@ -156,35 +151,20 @@ func chunkRate(n int, d time.Duration) string {
 	return fmt.Sprintf("%.1f chunks/s", float64(n)/d.Seconds())
 }
 
-// ingestSource returns what ingest reads, named for the index, and how many pages it
-// holds: the files under dir, or the pages a sitemap lists.
-func ingestSource(ctx context.Context, dir, baseURL, sitemap string, concurrency int, cfg config.Config, logger *slog.Logger) (string, sitesearch.Walk, int, error) {
-	if dir != "" {
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			return "", nil, 0, err
-		}
-		if _, err := url.Parse(baseURL); err != nil {
-			return "", nil, 0, usageError{"--base-url is not a URL"}
-		}
-		walk := func(fn func(*content.Document) error) ([]string, error) {
-			return nil, content.WalkDir(abs, baseURL, fn)
-		}
-		return "dir:" + abs, walk, countPages(abs), nil
-	}
-	crawler := &content.Crawler{Client: fetch.New(cfg.Fetch), Concurrency: concurrency}
-	urls, err := crawler.Sitemap(ctx, sitemap)
+// ingestDir ingests the files under dir as the pages of baseURL, and returns the
+// source it names them by.
+func ingestDir(ctx context.Context, dir, baseURL string, in *sitesearch.Ingester, progress *ingestProgress) (string, sitesearch.IngestStats, error) {
+	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", nil, 0, err
+		return "", sitesearch.IngestStats{}, err
 	}
-	walk := func(fn func(*content.Document) error) ([]string, error) {
-		stats, err := crawler.Fetch(ctx, urls, fn)
-		if stats.Failed > 0 {
-			logger.Warn("some pages could not be fetched this time; their indexed copies are kept", "failed", stats.Failed)
-		}
-		return stats.FailedURLs, err
+	if _, err := url.Parse(baseURL); err != nil {
+		return "", sitesearch.IngestStats{}, usageError{"--base-url is not a URL"}
 	}
-	return "sitemap:" + sitemap, walk, len(urls), nil
+	progress.begin(countPages(abs))
+	source := "dir:" + abs
+	st, err := in.Sync(ctx, source, sitesearch.DirWalk(abs, baseURL))
+	return source, st, err
 }
 
 // countPages counts the files ingest --dir will read, for the progress bar.

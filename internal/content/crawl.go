@@ -48,13 +48,31 @@ type Crawler struct {
 
 // CrawlStats counts what Fetch did with its URLs. Each URL is counted once.
 type CrawlStats struct {
-	Pages   int // parsed and passed to fn
-	Skipped int // for good: 4xx other than 408 and 429, not HTML, over MaxBytes, disallowed by robots.txt, noindex (meta or X-Robots-Tag), redirected to another host or refused by the client (see package fetch)
-	Failed  int // possibly for now: network errors, timeouts, 408, 429, 5xx, unreadable bodies
+	Pages       int // parsed and passed to fn
+	NotModified int // answered 304 to a conditional request, passed to fn without a body
+	Skipped     int // for good: 4xx other than 408 and 429, not HTML, over MaxBytes, disallowed by robots.txt, noindex (meta or X-Robots-Tag), refused by the client (see package fetch) but for a redirect to another host
+	Failed      int // possibly for now: network errors, timeouts, 408, 429, 5xx, unreadable bodies, a redirect to another host
 	// FailedURLs lists the failed URLs, sorted. An ingest should keep their
 	// pages in the index rather than treat them as gone.
 	FailedURLs []string
+	// GoneURLs lists the skipped URLs that answered 404 or 410, sorted: the server says
+	// they are no more, and an ingest of just some pages removes them.
+	GoneURLs []string
+	// BytesFetched counts the page bodies read, in bytes (robots.txt not included).
+	BytesFetched int64
 }
+
+// Target is a URL to fetch, with what the caller knows of the copy it holds: the
+// validators of the response that copy came from, sent back as If-None-Match and
+// If-Modified-Since, and the sitemap's <lastmod>, passed through to the document.
+type Target struct {
+	URL                string
+	ETag, LastModified string
+	Lastmod            time.Time
+}
+
+// conditional reports whether a request for t is conditional.
+func (t Target) conditional() bool { return t.ETag != "" || t.LastModified != "" }
 
 const (
 	crawlDefaultConcurrency = 4
@@ -135,6 +153,8 @@ type crawlResult struct {
 	doc     *Document
 	outcome crawlOutcome
 	reason  error
+	gone    bool  // skipped on a 404 or 410
+	bytes   int64 // of the body read
 }
 
 // Fetch fetches urls, at most Concurrency at a time, and calls fn with each
@@ -143,10 +163,21 @@ type crawlResult struct {
 // error from fn, more than MaxPages URLs, or the end of ctx stops Fetch,
 // which then returns that error with the counts so far.
 func (c *Crawler) Fetch(ctx context.Context, urls []string, fn func(*Document) error) (CrawlStats, error) {
+	targets := make([]Target, len(urls))
+	for i, u := range urls {
+		targets[i] = Target{URL: u}
+	}
+	return c.FetchTargets(ctx, targets, fn)
+}
+
+// FetchTargets is Fetch for targets: a target with validators is asked for
+// conditionally, and a 304 answer passes fn a document with NotModified set, which
+// costs no body and no parsing. A document carries its target's Lastmod.
+func (c *Crawler) FetchTargets(ctx context.Context, targets []Target, fn func(*Document) error) (CrawlStats, error) {
 	var stats CrawlStats
-	urls = crawlDedupe(urls)
-	if len(urls) > c.maxPages() {
-		return stats, fmt.Errorf("content.Fetch: %d URLs, more than the limit of %d", len(urls), c.maxPages())
+	targets = crawlDedupe(targets)
+	if len(targets) > c.maxPages() {
+		return stats, fmt.Errorf("content.Fetch: %d URLs, more than the limit of %d", len(targets), c.maxPages())
 	}
 	if err := ctx.Err(); err != nil {
 		return stats, fmt.Errorf("content.Fetch: %w", err)
@@ -156,13 +187,13 @@ func (c *Crawler) Fetch(ctx context.Context, urls []string, fn func(*Document) e
 
 	robots := map[string]*crawlRobots{}
 	if !c.IgnoreRobots {
-		for _, u := range urls {
-			if o := crawlOrigin(u); o != "" && robots[o] == nil {
+		for _, t := range targets {
+			if o := crawlOrigin(t.URL); o != "" && robots[o] == nil {
 				robots[o] = c.robots(ctx, o)
 			}
 		}
 	}
-	results := c.fetchAll(ctx, urls, robots)
+	results := c.fetchAll(ctx, targets, robots)
 
 	var fnErr error
 	done := 0
@@ -177,10 +208,11 @@ func (c *Crawler) Fetch(ctx context.Context, urls []string, fn func(*Document) e
 			continue
 		}
 		if c.Progress != nil {
-			c.Progress(done, len(urls))
+			c.Progress(done, len(targets))
 		}
 	}
 	slices.Sort(stats.FailedURLs)
+	slices.Sort(stats.GoneURLs)
 	if fnErr != nil {
 		return stats, fnErr
 	}
@@ -192,14 +224,14 @@ func (c *Crawler) Fetch(ctx context.Context, urls []string, fn func(*Document) e
 
 // fetchAll fetches urls with Concurrency workers until ctx ends, and sends each result;
 // the channel closes when every worker is done.
-func (c *Crawler) fetchAll(ctx context.Context, urls []string, robots map[string]*crawlRobots) <-chan crawlResult {
-	jobs := make(chan string)
+func (c *Crawler) fetchAll(ctx context.Context, targets []Target, robots map[string]*crawlRobots) <-chan crawlResult {
+	jobs := make(chan Target)
 	results := make(chan crawlResult)
 	go func() {
 		defer close(jobs)
-		for _, u := range urls {
+		for _, t := range targets {
 			select {
-			case jobs <- u:
+			case jobs <- t:
 			case <-ctx.Done():
 				return
 			}
@@ -210,10 +242,10 @@ func (c *Crawler) fetchAll(ctx context.Context, urls []string, robots map[string
 		workers = crawlDefaultConcurrency
 	}
 	var wg sync.WaitGroup
-	for range min(workers, max(len(urls), 1)) {
+	for range min(workers, max(len(targets), 1)) {
 		wg.Go(func() {
-			for u := range jobs {
-				r := c.fetchOne(ctx, u, robots[crawlOrigin(u)])
+			for t := range jobs {
+				r := c.fetchOne(ctx, t, robots[crawlOrigin(t.URL)])
 				select {
 				case results <- r:
 				case <-ctx.Done():
@@ -231,14 +263,22 @@ func (c *Crawler) fetchAll(ctx context.Context, urls []string, robots map[string
 
 // tally counts one result, passing a parsed page to fn, whose error it returns.
 func (c *Crawler) tally(r crawlResult, fn func(*Document) error, stats *CrawlStats) error {
+	stats.BytesFetched += r.bytes
 	switch r.outcome {
 	case crawlPage:
 		if err := fn(r.doc); err != nil {
 			return err
 		}
-		stats.Pages++
+		if r.doc.NotModified {
+			stats.NotModified++
+		} else {
+			stats.Pages++
+		}
 	case crawlSkip:
 		stats.Skipped++
+		if r.gone {
+			stats.GoneURLs = append(stats.GoneURLs, r.url)
+		}
 		c.logger().Info("ingest: page skipped", "url", r.url, "reason", r.reason)
 	case crawlFail:
 		stats.Failed++
@@ -248,7 +288,8 @@ func (c *Crawler) tally(r crawlResult, fn func(*Document) error, stats *CrawlSta
 	return nil
 }
 
-func (c *Crawler) fetchOne(ctx context.Context, pageURL string, robots *crawlRobots) crawlResult {
+func (c *Crawler) fetchOne(ctx context.Context, t Target, robots *crawlRobots) crawlResult {
+	pageURL := t.URL
 	res := crawlResult{url: pageURL, outcome: crawlSkip}
 	u, err := url.Parse(pageURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -261,32 +302,32 @@ func (c *Crawler) fetchOne(ctx context.Context, pageURL string, robots *crawlRob
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pageURL, nil)
+	resp, err := c.get(ctx, t)
 	if err != nil {
 		res.reason = err
-		return res
-	}
-	req.Header.Set("User-Agent", c.userAgent())
-	req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1")
-	resp, err := c.client().Do(req)
-	if err != nil {
-		if res.reason = err; !refused(err) {
+		// A redirect to another host is no word that the page is gone: a login or
+		// consent wall, a passing misconfiguration. Kept, and asked for again next time.
+		if !refused(err) || errors.Is(err, fetch.ErrOffHostRedirect) {
 			res.outcome = crawlFail
 		}
 		return res
 	}
 	defer resp.Body.Close()
+	if crawlOrigin(resp.Request.URL.String()) != crawlOrigin(pageURL) {
+		res.outcome, res.reason = crawlFail, fmt.Errorf("redirected to another host: %s", resp.Request.URL.Host)
+		return res
+	}
 	switch {
 	case resp.StatusCode == http.StatusOK:
+	case resp.StatusCode == http.StatusNotModified && t.conditional():
+		res.outcome, res.doc = crawlPage, notModified(t, resp)
+		return res
 	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
 		res.outcome, res.reason = crawlFail, fmt.Errorf("status %d", resp.StatusCode)
 		return res
 	default:
+		res.gone = resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone
 		res.reason = fmt.Errorf("status %d", resp.StatusCode)
-		return res
-	}
-	if crawlOrigin(resp.Request.URL.String()) != crawlOrigin(pageURL) {
-		res.reason = fmt.Errorf("redirected to another host: %s", resp.Request.URL.Host)
 		return res
 	}
 	ct := resp.Header.Get("Content-Type")
@@ -298,7 +339,42 @@ func (c *Crawler) fetchOne(ctx context.Context, pageURL string, robots *crawlRob
 		res.reason = errNoIndex
 		return res
 	}
-	return c.readPage(res, resp, ct)
+	res = c.readPage(res, resp, ct)
+	if res.doc != nil {
+		res.doc.ETag, res.doc.LastModified, res.doc.Lastmod = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), t.Lastmod
+	}
+	return res
+}
+
+// get sends the request for t, conditional when t has validators.
+func (c *Crawler) get(ctx context.Context, t Target) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("User-Agent", c.userAgent())
+	req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1")
+	if t.ETag != "" {
+		req.Header.Set("If-None-Match", t.ETag)
+	}
+	if t.LastModified != "" {
+		req.Header.Set("If-Modified-Since", t.LastModified)
+	}
+	return c.client().Do(req)
+}
+
+// notModified is the document of a 304 answer to t: its URL, its path and its
+// validators, those the answer sent or else t's.
+func notModified(t Target, resp *http.Response) *Document {
+	doc, _ := extractNewDocument(t.URL) // the URL parsed before the request was sent
+	doc.ETag, doc.LastModified, doc.Lastmod, doc.NotModified = t.ETag, t.LastModified, t.Lastmod, true
+	if v := resp.Header.Get("ETag"); v != "" {
+		doc.ETag = v
+	}
+	if v := resp.Header.Get("Last-Modified"); v != "" {
+		doc.LastModified = v
+	}
+	return doc
 }
 
 // readPage reads and parses the body of a page's 200 response, within MaxBytes.
@@ -310,6 +386,7 @@ func (c *Crawler) readPage(res crawlResult, resp *http.Response, ct string) craw
 		return res
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	res.bytes = int64(len(body))
 	if err != nil {
 		if res.reason = err; !refused(err) {
 			res.outcome = crawlFail
@@ -341,14 +418,14 @@ func (c *Crawler) readPage(res crawlResult, resp *http.Response, ct string) craw
 // not failed, so that an ingest removes it if it was indexed before.
 var errNoIndex = errors.New("the page asks not to be indexed (noindex)")
 
-// crawlDedupe drops repeated URLs, keeping the first of each.
-func crawlDedupe(urls []string) []string {
-	seen := make(map[string]bool, len(urls))
-	out := make([]string, 0, len(urls))
-	for _, u := range urls {
-		if !seen[u] {
-			seen[u] = true
-			out = append(out, u)
+// crawlDedupe drops repeated URLs, keeping the first target of each.
+func crawlDedupe(targets []Target) []Target {
+	seen := make(map[string]bool, len(targets))
+	out := make([]Target, 0, len(targets))
+	for _, t := range targets {
+		if !seen[t.URL] {
+			seen[t.URL] = true
+			out = append(out, t)
 		}
 	}
 	return out

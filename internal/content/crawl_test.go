@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/sitetools/sitetools/internal/fetch"
 )
@@ -136,8 +137,8 @@ func TestFetch(t *testing.T) {
 			paths:      []string{"/page/1", "/page/2", "/page/1", "/missing", "/gone", "/error", "/busy", "/json", "/big", "/big-chunked", "/away", "/moved", "/latin1", "/private", "/private/x", "/private/open", "/star-only"},
 			crawler:    Crawler{MaxBytes: 1500},
 			wantTitles: []string{"/private/open", "/star-only", "Grüße", "Page 1", "Page 2", "Page moved"},
-			wantStats: CrawlStats{Pages: 6, Skipped: 8, Failed: 2,
-				FailedURLs: []string{"/busy", "/error"}},
+			wantStats: CrawlStats{Pages: 6, Skipped: 7, Failed: 3,
+				FailedURLs: []string{"/away", "/busy", "/error"}, GoneURLs: []string{"/gone", "/missing"}},
 			wantRequested: []string{"/away", "/big", "/big-chunked", "/busy", "/error", "/gone", "/json", "/latin1", "/missing", "/moved", "/page/1", "/page/2", "/page/moved", "/private/open", "/robots.txt", "/star-only"},
 			wantAgent:     DefaultUserAgent,
 		},
@@ -201,10 +202,15 @@ func TestFetch(t *testing.T) {
 			if diff := cmp.Diff(tc.wantTitles, titles); diff != "" {
 				t.Errorf("titles (-want +got):\n%s", diff)
 			}
-			for i, u := range stats.FailedURLs {
-				stats.FailedURLs[i] = strings.TrimPrefix(u, site.srv.URL)
+			for _, urls := range [][]string{stats.FailedURLs, stats.GoneURLs} {
+				for i, u := range urls {
+					urls[i] = strings.TrimPrefix(u, site.srv.URL)
+				}
 			}
-			if diff := cmp.Diff(tc.wantStats, stats); diff != "" {
+			if (stats.BytesFetched > 0) != (stats.Pages > 0) {
+				t.Errorf("%d bytes fetched for %d pages", stats.BytesFetched, stats.Pages)
+			}
+			if diff := cmp.Diff(tc.wantStats, stats, cmpopts.IgnoreFields(CrawlStats{}, "BytesFetched")); diff != "" {
 				t.Errorf("stats (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tc.wantRequested, site.requested()); diff != "" {

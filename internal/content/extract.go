@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	readability "codeberg.org/readeck/go-readability/v2"
 	"github.com/yuin/goldmark"
@@ -42,6 +43,16 @@ type Document struct {
 	// front matter (the crawler skips an X-Robots-Tag: noindex answer before parsing it).
 	// The page is still parsed; walks do not yield it.
 	NoIndex bool
+
+	// ETag and LastModified are the validators of the response the page came from, as
+	// the server sent them ("" when it sent none); a re-crawl sends them back.
+	ETag, LastModified string
+	// Lastmod is the sitemap's <lastmod> the page was listed with (zero: none).
+	Lastmod time.Time
+	// NotModified says the server answered 304 to a conditional request: the document has
+	// its URL, Path and validators, nothing else (no body was read, nothing parsed). The
+	// crawler yields such documents only for the targets that carried validators.
+	NotModified bool
 }
 
 // PlainText is the page as its words stand: the title, then each section's heading and

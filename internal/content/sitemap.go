@@ -12,11 +12,14 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 )
 
+// sitemapMaxBytes is the protocol's limit for one sitemap file, uncompressed: a gzip
+// bomb is read no further. (A variable for the tests.)
+var sitemapMaxBytes int64 = 50 << 20
+
 const (
-	// sitemapMaxBytes is the protocol's limit for one sitemap file, uncompressed.
-	sitemapMaxBytes = 50 << 20
 	// sitemapMaxDepth bounds nesting: an index of indexes of urlsets is depth 2.
 	sitemapMaxDepth = 3
 	sitemapMaxFiles = 1000
@@ -29,27 +32,66 @@ const (
 // fetched or parsed is an error, since a partial list would make an ingest
 // remove the pages it missed; so is a list longer than MaxPages.
 func (c *Crawler) Sitemap(ctx context.Context, sitemapURL string) ([]string, error) {
+	entries, err := c.SitemapEntries(ctx, sitemapURL)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.URL
+	}
+	return out, nil
+}
+
+// SitemapEntry is a page a sitemap lists, with its <lastmod> (zero: none, or one that
+// is not a W3C datetime).
+type SitemapEntry struct {
+	URL     string
+	Lastmod time.Time
+}
+
+// SitemapEntries is Sitemap with each URL's <lastmod>; a URL listed twice keeps the
+// later one.
+func (c *Crawler) SitemapEntries(ctx context.Context, sitemapURL string) ([]SitemapEntry, error) {
 	origin := crawlOrigin(sitemapURL)
 	if origin == "" {
 		return nil, fmt.Errorf("content.Sitemap: %q is not an absolute http(s) URL", sitemapURL)
 	}
-	s := sitemapWalk{c: c, origin: origin, seen: map[string]bool{}, urls: map[string]bool{}}
+	s := sitemapWalk{c: c, origin: origin, seen: map[string]bool{}, urls: map[string]time.Time{}}
 	if err := s.visit(ctx, sitemapURL, 0); err != nil {
 		return nil, fmt.Errorf("content.Sitemap: %w", err)
 	}
-	out := make([]string, 0, len(s.urls))
-	for u := range s.urls {
-		out = append(out, u)
+	out := make([]SitemapEntry, 0, len(s.urls))
+	for u, lastmod := range s.urls {
+		out = append(out, SitemapEntry{URL: u, Lastmod: lastmod})
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b SitemapEntry) int { return strings.Compare(a.URL, b.URL) })
 	return out, nil
+}
+
+// sitemapLastmodLayouts are the forms of a W3C datetime (https://www.w3.org/TR/NOTE-datetime)
+// that a <lastmod> may take, longest first.
+var sitemapLastmodLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04Z07:00", "2006-01-02", "2006-01", "2006"}
+
+// parseLastmod parses a <lastmod>; zero for one that is empty or not a W3C datetime.
+func parseLastmod(s string) time.Time {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}
+	}
+	for _, layout := range sitemapLastmodLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC()
+		}
+	}
+	return time.Time{}
 }
 
 type sitemapWalk struct {
 	c      *Crawler
 	origin string
-	seen   map[string]bool // sitemap files visited
-	urls   map[string]bool
+	seen   map[string]bool      // sitemap files visited
+	urls   map[string]time.Time // their lastmod
 }
 
 // sitemapDoc is either root element; encoding/xml matches by local name, so
@@ -61,7 +103,8 @@ type sitemapDoc struct {
 }
 
 type sitemapLoc struct {
-	Loc string `xml:"loc"`
+	Loc     string `xml:"loc"`
+	Lastmod string `xml:"lastmod"`
 }
 
 func (s *sitemapWalk) visit(ctx context.Context, sitemapURL string, depth int) error {
@@ -84,7 +127,9 @@ func (s *sitemapWalk) visit(ctx context.Context, sitemapURL string, depth int) e
 			if !ok {
 				continue
 			}
-			s.urls[u] = true
+			if lastmod := parseLastmod(l.Lastmod); lastmod.After(s.urls[u]) || !s.has(u) {
+				s.urls[u] = lastmod
+			}
 			if limit := s.c.maxPages(); len(s.urls) > limit {
 				return fmt.Errorf("more than %d URLs, the limit", limit)
 			}
@@ -108,6 +153,8 @@ func (s *sitemapWalk) visit(ctx context.Context, sitemapURL string, depth int) e
 	}
 	return nil
 }
+
+func (s *sitemapWalk) has(u string) bool { _, ok := s.urls[u]; return ok }
 
 // resolve makes loc absolute and reports whether it is on the sitemap's origin.
 func (s *sitemapWalk) resolve(base *url.URL, loc string) (string, bool) {

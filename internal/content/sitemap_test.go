@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -184,5 +186,105 @@ func TestSitemapRefuses(t *testing.T) {
 				t.Fatalf("got %v, want an error", got)
 			}
 		})
+	}
+}
+
+func TestSitemapEntries(t *testing.T) {
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/xml")
+		base := srv.URL
+		fmt.Fprintf(w, `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+<url><loc>%[1]s/date</loc><lastmod>2024-11-14</lastmod></url>
+<url><loc>%[1]s/minutes</loc><lastmod>2024-11-14T10:30+01:00</lastmod></url>
+<url><loc>%[1]s/seconds</loc><lastmod> 2024-11-14T10:30:15Z </lastmod></url>
+<url><loc>%[1]s/fraction</loc><lastmod>2024-11-14T10:30:15.25-05:00</lastmod></url>
+<url><loc>%[1]s/month</loc><lastmod>2024-11</lastmod></url>
+<url><loc>%[1]s/bad</loc><lastmod>last Tuesday</lastmod></url>
+<url><loc>%[1]s/none</loc></url>
+<url><loc>%[1]s/twice</loc><lastmod>2024-01-01</lastmod></url>
+<url><loc>%[1]s/twice</loc><lastmod>2024-06-01</lastmod></url>
+<url><loc>%[1]s/twice</loc><lastmod>2024-03-01</lastmod></url>
+<url><loc>%[1]s/twice</loc></url>
+</urlset>`, base)
+	}))
+	t.Cleanup(srv.Close)
+	got, err := (&Crawler{}).SitemapEntries(context.Background(), srv.URL+"/sitemap.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := func(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
+	want := []SitemapEntry{
+		{URL: srv.URL + "/bad"},
+		{URL: srv.URL + "/date", Lastmod: day(2024, 11, 14)},
+		{URL: srv.URL + "/fraction", Lastmod: time.Date(2024, 11, 14, 15, 30, 15, 250e6, time.UTC)},
+		{URL: srv.URL + "/minutes", Lastmod: time.Date(2024, 11, 14, 9, 30, 0, 0, time.UTC)},
+		{URL: srv.URL + "/month", Lastmod: day(2024, 11, 1)},
+		{URL: srv.URL + "/none"},
+		{URL: srv.URL + "/seconds", Lastmod: time.Date(2024, 11, 14, 10, 30, 15, 0, time.UTC)},
+		{URL: srv.URL + "/twice", Lastmod: day(2024, 6, 1)},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("entries (-want +got):\n%s", diff)
+	}
+}
+
+// TestSitemapBadInput: a loop of indexes is walked once; a sitemap of more URLs than
+// MaxPages and a gzip bomb are errors that say so, read no further than their bound.
+func TestSitemapBadInput(t *testing.T) {
+	var (
+		mu       sync.Mutex
+		requests = map[string]int{}
+		base     string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests[r.URL.Path]++
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/a.xml":
+			fmt.Fprint(w, sitemapTestIndex(base+"/b.xml", base+"/pages.xml"))
+		case "/b.xml":
+			fmt.Fprint(w, sitemapTestIndex(base+"/a.xml"))
+		case "/pages.xml":
+			fmt.Fprint(w, sitemapTestURLSet(base+"/one"))
+		case "/huge.xml":
+			locs := make([]string, 100_000)
+			for i := range locs {
+				locs[i] = fmt.Sprintf("%s/p%d", base, i)
+			}
+			fmt.Fprint(w, sitemapTestURLSet(locs...))
+		case "/bomb.xml.gz":
+			// 64 MB of blanks inside a urlset, 64 kB on the wire.
+			var b bytes.Buffer
+			zw := gzip.NewWriter(&b)
+			zw.Write([]byte(`<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">`))
+			blanks := bytes.Repeat([]byte(" "), 1<<20)
+			for range 64 {
+				zw.Write(blanks)
+			}
+			zw.Write([]byte(`</urlset>`))
+			zw.Close()
+			w.Write(b.Bytes())
+		}
+	}))
+	t.Cleanup(srv.Close)
+	base = srv.URL
+	got, err := (&Crawler{}).Sitemap(context.Background(), base+"/a.xml")
+	if err != nil || !slices.Equal(got, []string{base + "/one"}) {
+		t.Errorf("a loop of indexes: %v, %v", got, err)
+	}
+	mu.Lock()
+	if requests["/a.xml"] != 1 || requests["/b.xml"] != 1 {
+		t.Errorf("a loop of indexes fetched %v", requests)
+	}
+	mu.Unlock()
+	if _, err := (&Crawler{}).Sitemap(context.Background(), base+"/huge.xml"); err == nil || !strings.Contains(err.Error(), "more than 5000 URLs, the limit") {
+		t.Errorf("100 000 URLs: %v, want the limit of 5000", err)
+	}
+	defer func(n int64) { sitemapMaxBytes = n }(sitemapMaxBytes)
+	sitemapMaxBytes = 1 << 20
+	if _, err := (&Crawler{}).Sitemap(context.Background(), base+"/bomb.xml.gz"); err == nil || !strings.Contains(err.Error(), "larger than 1048576 bytes") {
+		t.Errorf("gzip bomb: %v, want larger than the limit", err)
 	}
 }

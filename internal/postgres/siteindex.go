@@ -208,12 +208,6 @@ func (s *SiteIndex) Page(ctx context.Context, urlOrPath string) (*sitesearch.Sto
 	return &p, nil
 }
 
-// SetSource records that an unchanged page now comes from source.
-func (s *SiteIndex) SetSource(ctx context.Context, url, source string) error {
-	_, err := s.db.Pool.Exec(ctx, `UPDATE pages SET source = $2 WHERE url = $1 AND source <> $2`, url, source)
-	return Wrap("postgres.SiteIndex.SetSource", err)
-}
-
 // StoredVectors returns the stored embedding of each content hash the index holds.
 func (s *SiteIndex) StoredVectors(ctx context.Context, hashes []string) (map[string][]float32, error) {
 	rows, err := s.db.Pool.Query(ctx, `SELECT DISTINCT ON (content_hash) content_hash, embedding FROM chunks WHERE content_hash = ANY($1)`, hashes)

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
@@ -10,23 +11,63 @@ import (
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
 
-// PageStates returns the content hash and source of every page, by URL.
+// PageStates returns the content hash, source and validators of every page, by URL.
 func (s *SiteIndex) PageStates(ctx context.Context) (map[string]sitesearch.PageState, error) {
-	rows, err := s.db.Pool.Query(ctx, `SELECT url, content_hash, source FROM pages`)
+	rows, err := s.db.Pool.Query(ctx, `SELECT url, content_hash, source, coalesce(etag, ''), coalesce(last_modified, ''), lastmod FROM pages`)
 	if err != nil {
 		return nil, Wrap("postgres.SiteIndex.PageStates", err)
 	}
 	defer rows.Close()
 	out := map[string]sitesearch.PageState{}
 	var url string
-	var st sitesearch.PageState
 	for rows.Next() {
-		if err := rows.Scan(&url, &st.Hash, &st.Source); err != nil {
+		var st sitesearch.PageState
+		var lastmod *time.Time
+		if err := rows.Scan(&url, &st.Hash, &st.Source, &st.ETag, &st.LastModified, &lastmod); err != nil {
 			return nil, Wrap("postgres.SiteIndex.PageStates", err)
+		}
+		if lastmod != nil {
+			st.Lastmod = *lastmod
 		}
 		out[url] = st
 	}
 	return out, Wrap("postgres.SiteIndex.PageStates", rows.Err())
+}
+
+// KeepPage records that an unchanged page now comes from source, with the validators of
+// its latest response and sitemap entry; a row with all of them already is not written.
+func (s *SiteIndex) KeepPage(ctx context.Context, url, source string, v sitesearch.Validators) error {
+	etag, lastModified, lastmod := validatorArgs(v)
+	_, err := s.db.Pool.Exec(ctx, `UPDATE pages SET source = $2, etag = $3, last_modified = $4, lastmod = $5
+		WHERE url = $1 AND (source <> $2 OR etag IS DISTINCT FROM $3 OR last_modified IS DISTINCT FROM $4 OR lastmod IS DISTINCT FROM $5)`,
+		url, source, etag, lastModified, lastmod)
+	return Wrap("postgres.SiteIndex.KeepPage", err)
+}
+
+// RemovePages removes the pages of urls, of any source, and returns how many it held.
+func (s *SiteIndex) RemovePages(ctx context.Context, urls []string) (int, error) {
+	if len(urls) == 0 {
+		return 0, nil
+	}
+	tag, err := s.db.Pool.Exec(ctx, `DELETE FROM pages WHERE url = ANY($1)`, urls)
+	if err != nil {
+		return 0, Wrap("postgres.SiteIndex.RemovePages", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// validatorArgs are v's columns: NULL for what is not known.
+func validatorArgs(v sitesearch.Validators) (etag, lastModified *string, lastmod *time.Time) {
+	if v.ETag != "" {
+		etag = &v.ETag
+	}
+	if v.LastModified != "" {
+		lastModified = &v.LastModified
+	}
+	if !v.Lastmod.IsZero() {
+		lastmod = &v.Lastmod
+	}
+	return etag, lastModified, lastmod
 }
 
 // PutPage stores a page, replaces its chunks and records the index's model, all or
@@ -41,10 +82,13 @@ func (s *SiteIndex) PutPage(ctx context.Context, m sitesearch.IndexModel, p site
 		ON CONFLICT (singleton) DO UPDATE SET updated_at = now()
 		WHERE index_meta.model = EXCLUDED.model AND index_meta.dimensions = EXCLUDED.dimensions
 			AND index_meta.query_prefix = EXCLUDED.query_prefix AND index_meta.document_prefix = EXCLUDED.document_prefix`, m.Name, m.Dimensions, m.QueryPrefix, m.DocumentPrefix)
-	batch.Queue(`INSERT INTO pages (url, path, title, lang, body, content_hash, source) VALUES ($1, $2, $3, $4, $5, $6, $7)
+	etag, lastModified, lastmod := validatorArgs(p.Validators)
+	batch.Queue(`INSERT INTO pages (url, path, title, lang, body, content_hash, source, etag, last_modified, lastmod)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 		ON CONFLICT (url) DO UPDATE SET path = EXCLUDED.path, title = EXCLUDED.title, lang = EXCLUDED.lang, body = EXCLUDED.body,
-			content_hash = EXCLUDED.content_hash, source = EXCLUDED.source, updated_at = now()`,
-		p.URL, p.Path, p.Title, p.Lang, p.Body, p.Hash, p.Source)
+			content_hash = EXCLUDED.content_hash, source = EXCLUDED.source, etag = EXCLUDED.etag,
+			last_modified = EXCLUDED.last_modified, lastmod = EXCLUDED.lastmod, updated_at = now()`,
+		p.URL, p.Path, p.Title, p.Lang, p.Body, p.Hash, p.Source, etag, lastModified, lastmod)
 	batch.Queue(`DELETE FROM chunks WHERE page_id = (SELECT id FROM pages WHERE url = $1)`, p.URL)
 	for _, c := range chunks {
 		batch.Queue(`INSERT INTO chunks (page_id, ord, heading, anchor, body, content_hash, ts_config, context, embedding)

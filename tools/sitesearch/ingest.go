@@ -27,6 +27,9 @@ type Ingester struct {
 	BatchSize int
 	// Reindex drops the whole index first: needed to change model or dimension.
 	Reindex bool
+	// Partial says the walk yields some of the source's pages, not all: Sync then removes
+	// only the pages the walk found gone (404, 410), and leaves the others alone.
+	Partial bool
 	// Progress is told about every page and every embedding call (nil: nothing).
 	Progress func(IngestStats)
 }
@@ -39,12 +42,20 @@ func (in *Ingester) Model() IndexModel {
 
 // IngestStats counts what one run did.
 type IngestStats struct {
-	Pages          int // seen in the source
-	Unchanged      int
-	Added          int
-	Updated        int
-	Removed        int
-	Failed         int // pages the source could not deliver (crawl errors)
+	Pages     int // seen in the source
+	Unchanged int // NotModified and Skipped among them
+	Added     int
+	Updated   int
+	Removed   int
+	Failed    int // pages the source could not deliver (crawl errors)
+	// NotModified counts the unchanged pages whose server answered 304 to a conditional
+	// request: no body, no parsing, no embedding.
+	NotModified int
+	// Skipped counts the unchanged pages not fetched at all: the sitemap's <lastmod> is
+	// not newer than the one their stored copy was listed with.
+	Skipped int
+	// BytesFetched counts the page bodies the walk downloaded, in bytes.
+	BytesFetched   int64
 	ChunksEmbedded int
 	ChunksReused   int
 	EmbedCalls     int
@@ -55,16 +66,34 @@ type IngestStats struct {
 }
 
 func (s IngestStats) String() string {
-	return fmt.Sprintf("%d pages: %d added, %d updated, %d unchanged, %d removed; %d chunks embedded in %d calls (%d tokens), %d reused",
-		s.Pages, s.Added, s.Updated, s.Unchanged, s.Removed, s.ChunksEmbedded, s.EmbedCalls, s.Tokens, s.ChunksReused)
+	return fmt.Sprintf("%d pages: %d added, %d updated, %d unchanged, %d removed, %d failed; "+
+		"%d chunks embedded in %d calls (%d tokens), %d reused; %d not fetched (sitemap lastmod), %d not modified (304), %d bytes fetched",
+		s.Pages, s.Added, s.Updated, s.Unchanged, s.Removed, s.Failed, s.ChunksEmbedded, s.EmbedCalls, s.Tokens, s.ChunksReused,
+		s.Skipped, s.NotModified, s.BytesFetched)
 }
 
-// Walk yields the documents of a source, one call of fn each. It returns the URLs it
-// could not fetch this time (a timeout, a 5xx): their pages are kept as they are.
-type Walk func(fn func(*content.Document) error) (failed []string, err error)
+// Walk yields the documents of a source, one call of fn each. known tells it what the
+// index holds of a URL, for it to fetch the page conditionally, or not at all; a
+// document with NotModified set stands for a stored page that has not changed.
+type Walk func(known func(url string) (PageState, bool), fn func(*content.Document) error) (WalkResult, error)
+
+// WalkResult is what a walk says besides its documents.
+type WalkResult struct {
+	// Failed are the URLs it could not fetch this time (a timeout, a 5xx): their pages
+	// are kept as they are.
+	Failed []string
+	// Gone are the URLs whose server answered 404 or 410. A full Sync removes them as it
+	// removes every page not yielded; a Partial one removes these.
+	Gone []string
+	// Skipped are the URLs of stored pages it did not fetch, knowing them unchanged.
+	Skipped []string
+	// BytesFetched counts the page bodies downloaded.
+	BytesFetched int64
+}
 
 // Sync ingests every document that walk yields under the name source, then removes the
-// pages of source that walk neither yielded nor failed to fetch.
+// pages of source that walk neither yielded, skipped nor failed to fetch; with Partial,
+// it removes only the pages walk found gone.
 func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestStats, error) {
 	var st IngestStats
 	model := in.Model()
@@ -84,14 +113,20 @@ func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestS
 	}
 	b := newBatcher(ctx, in, source, &st, len(stored) == 0)
 	seen := map[string]bool{}
-	failed, err := walk(func(doc *content.Document) error {
+	var lost []string // 304s for pages the index no longer holds
+	known := func(u string) (PageState, bool) { have, ok := stored[u]; return have, ok }
+	res, err := walk(known, func(doc *content.Document) error {
 		if seen[doc.URL] {
+			return nil
+		}
+		have, ok := stored[doc.URL]
+		if doc.NotModified && !ok {
+			lost = append(lost, doc.URL)
 			return nil
 		}
 		seen[doc.URL] = true
 		st.Pages++
-		have, known := stored[doc.URL]
-		if err := b.add(ctx, doc, have, known); err != nil {
+		if err := b.add(ctx, doc, have, ok); err != nil {
 			return err
 		}
 		if in.Progress != nil {
@@ -108,25 +143,56 @@ func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestS
 	if err != nil {
 		return st, fmt.Errorf("sitesearch.Sync: %w", err)
 	}
-	st.Failed = len(failed)
-	urls := make([]string, 0, len(seen)+len(failed))
-	for u := range seen {
-		urls = append(urls, u)
-	}
-	urls = append(urls, failed...)
-	if st.Removed, err = in.Index.RemoveOthers(ctx, source, urls); err != nil {
+	res.Failed = append(res.Failed, lost...)
+	if err := in.finish(ctx, source, &st, stored, seen, res); err != nil {
 		return st, fmt.Errorf("sitesearch.Sync: %w", err)
 	}
-	if err := in.Index.Finish(ctx, model.Dimensions); err != nil {
-		return st, fmt.Errorf("sitesearch.Sync: %w", err)
+	return st, nil
+}
+
+// finish counts what the walk skipped or failed, removes the pages gone, and completes
+// the index.
+func (in *Ingester) finish(ctx context.Context, source string, st *IngestStats, stored map[string]PageState, seen map[string]bool, res WalkResult) error {
+	for _, u := range res.Skipped {
+		if _, ok := stored[u]; ok && !seen[u] {
+			seen[u] = true
+			st.Pages++
+			st.Unchanged++
+			st.Skipped++
+		}
+	}
+	st.Failed = len(res.Failed)
+	st.BytesFetched = res.BytesFetched
+	if in.Progress != nil {
+		in.Progress(*st)
+	}
+	var err error
+	if in.Partial {
+		var gone []string
+		for _, u := range res.Gone {
+			if !seen[u] {
+				gone = append(gone, u)
+			}
+		}
+		st.Removed, err = in.Index.RemovePages(ctx, gone)
+	} else {
+		keep := make([]string, 0, len(seen)+len(res.Failed))
+		for u := range seen {
+			keep = append(keep, u)
+		}
+		st.Removed, err = in.Index.RemoveOthers(ctx, source, append(keep, res.Failed...))
+	}
+	if err != nil {
+		return err
+	}
+	if err := in.Index.Finish(ctx, in.Model().Dimensions); err != nil {
+		return err
 	}
 	// The words typo correction knows follow the pages; an unchanged site costs nothing.
 	if st.Added+st.Updated+st.Removed > 0 || in.Reindex {
-		if err := in.Index.RebuildVocabulary(ctx); err != nil {
-			return st, fmt.Errorf("sitesearch.Sync: %w", err)
-		}
+		return in.Index.RebuildVocabulary(ctx)
 	}
-	return st, nil
+	return nil
 }
 
 // contextLine is what a chunk is about: page title and section heading. It weighs more

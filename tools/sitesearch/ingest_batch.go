@@ -3,6 +3,7 @@ package sitesearch
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/content"
@@ -63,15 +64,17 @@ func newBatcher(ctx context.Context, in *Ingester, source string, st *IngestStat
 // add takes one page of the walk: unchanged, it costs nothing (or records a new
 // source); otherwise its chunks reuse what the index holds and queue the rest.
 func (b *batcher) add(ctx context.Context, doc *content.Document, have PageState, known bool) error {
+	if doc.NotModified {
+		// Sync passes on a 304 only for a page the index holds.
+		b.st.Unchanged++
+		b.st.NotModified++
+		return b.keep(ctx, doc, have)
+	}
 	hash := content.DocumentHash(doc)
 	switch {
 	case known && have.Hash == hash:
 		b.st.Unchanged++
-		if have.Source == b.source {
-			return nil
-		}
-		// The page moved between sources; it is still present.
-		return pageErr(doc, b.in.Index.SetSource(ctx, doc.URL, b.source))
+		return b.keep(ctx, doc, have)
 	case known:
 		b.st.Updated++
 	default:
@@ -79,7 +82,8 @@ func (b *batcher) add(ctx context.Context, doc *content.Document, have PageState
 	}
 	chunks := content.ChunkDocument(doc, b.opts)
 	p := &pendingPage{
-		page:    PageRecord{URL: doc.URL, Path: doc.Path, Title: doc.Title, Lang: doc.Lang, Body: pageBody(doc), Hash: hash, Source: b.source},
+		page: PageRecord{URL: doc.URL, Path: doc.Path, Title: doc.Title, Lang: doc.Lang, Body: pageBody(doc), Hash: hash, Source: b.source,
+			Validators: validatorsOf(doc)},
 		records: make([]ChunkRecord, len(chunks)),
 	}
 	cfg := tsConfig(doc.Lang)
@@ -117,6 +121,21 @@ func (b *batcher) add(ctx context.Context, doc *content.Document, have PageState
 		}
 	}
 	return nil
+}
+
+// keep records what moved of an unchanged page: its source, its validators.
+func (b *batcher) keep(ctx context.Context, doc *content.Document, have PageState) error {
+	v := validatorsOf(doc)
+	if have.Source == b.source && have.ETag == v.ETag && have.LastModified == v.LastModified && have.Lastmod.Equal(v.Lastmod) {
+		return nil
+	}
+	return pageErr(doc, b.in.Index.KeepPage(ctx, doc.URL, b.source, v))
+}
+
+// validatorsOf are the validators a document came with, its <lastmod> to the
+// microsecond, as the index keeps it.
+func validatorsOf(doc *content.Document) Validators {
+	return Validators{ETag: doc.ETag, LastModified: doc.LastModified, Lastmod: doc.Lastmod.Truncate(time.Microsecond)}
 }
 
 func pageErr(doc *content.Document, err error) error {

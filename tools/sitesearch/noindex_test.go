@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sitetools/sitetools/internal/content"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
@@ -27,9 +26,7 @@ func TestIngestNoIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	walk := func(fn func(*content.Document) error) ([]string, error) {
-		return nil, content.WalkDir(dir, baseURL, fn)
-	}
+	walk := sitesearch.DirWalk(dir, baseURL)
 	const draft = "# Quarterly zeppelin maintenance\n\nOur zeppelin hangar opens for maintenance every quarter.\n"
 	const legacy = `<html><head><title>Legacy zeppelin tours</title>%s</head><body><main><h1>Legacy zeppelin tours</h1><p>Zeppelin tours over the canal, discontinued.</p></main></body></html>`
 	write("zeppelin.md", draft)

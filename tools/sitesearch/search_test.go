@@ -104,9 +104,8 @@ func newSearchEnv(t *testing.T, o envOptions) *searchEnv {
 	return e
 }
 
-func walkDemo(fn func(*content.Document) error) ([]string, error) {
-	return nil, content.WalkDir(demoSite, baseURL, fn)
-}
+// walkDemo is the walk of the demo site.
+var walkDemo = sitesearch.DirWalk(demoSite, baseURL)
 
 type searchResult struct {
 	status int
@@ -346,9 +345,7 @@ func TestReingest(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, inputsBefore := e.fake.Calls(), e.fake.Inputs()
-	st, err = in.Sync(ctx, "dir:demo", func(fn func(*content.Document) error) ([]string, error) {
-		return nil, content.WalkDir(dir, baseURL, fn)
-	})
+	st, err = in.Sync(ctx, "dir:demo", sitesearch.DirWalk(dir, baseURL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,14 +361,14 @@ func TestReingest(t *testing.T) {
 		t.Fatalf("removed page still served: %s", r.body)
 	}
 	// A page the source failed to deliver this time (a timeout, a 5xx) is kept.
-	st, err = in.Sync(ctx, "dir:demo", func(fn func(*content.Document) error) ([]string, error) {
+	st, err = in.Sync(ctx, "dir:demo", func(_ func(string) (sitesearch.PageState, bool), fn func(*content.Document) error) (sitesearch.WalkResult, error) {
 		err := content.WalkDir(dir, baseURL, func(d *content.Document) error {
 			if strings.HasSuffix(d.URL, "/pricing") {
 				return nil
 			}
 			return fn(d)
 		})
-		return []string{baseURL + "/pricing"}, err
+		return sitesearch.WalkResult{Failed: []string{baseURL + "/pricing"}}, err
 	})
 	if err != nil || st.Removed != 0 || st.Failed != 1 {
 		t.Fatalf("failed fetch: %v %+v", err, st)

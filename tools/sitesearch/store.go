@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Index is the search index the tools and the ingester use; internal/postgres.SiteIndex
@@ -23,10 +24,11 @@ type Index interface {
 	Search(ctx context.Context, q Query) ([]Hit, error)
 	// Page finds a page by absolute URL or by path; nil when there is none.
 	Page(ctx context.Context, urlOrPath string) (*StoredPage, error)
-	// PageStates returns the content hash and source of every page, by URL.
+	// PageStates returns the content hash, source and validators of every page, by URL.
 	PageStates(ctx context.Context) (map[string]PageState, error)
-	// SetSource records that an unchanged page now comes from source.
-	SetSource(ctx context.Context, url, source string) error
+	// KeepPage records that an unchanged page now comes from source, with the validators
+	// of its latest response and sitemap entry; it writes only when one of them moved.
+	KeepPage(ctx context.Context, url, source string, v Validators) error
 	// Candidates returns, for each of words the index does not hold, the indexed words
 	// close to it (a word with none close is left out), and with none each word that needs
 	// no correcting: one it holds, in any form, or a stop word.
@@ -40,17 +42,30 @@ type Index interface {
 	PutPage(ctx context.Context, m IndexModel, p PageRecord, chunks []ChunkRecord) error
 	// RemoveOthers removes the pages of source not in keep and returns how many.
 	RemoveOthers(ctx context.Context, source string, keep []string) (int, error)
+	// RemovePages removes the pages of urls, of any source, and returns how many it held.
+	RemovePages(ctx context.Context, urls []string) (int, error)
 }
 
-// PageState is what an ingest needs to know of a stored page: whether it changed, and
-// whether it moved to another source.
+// PageState is what an ingest needs to know of a stored page: whether it changed,
+// whether it moved to another source, and how to ask its server whether it changed
+// without downloading it.
 type PageState struct {
 	Hash, Source string
+	Validators
+}
+
+// Validators are what a re-crawl needs to fetch a page conditionally, or not at all: the
+// ETag and Last-Modified headers of the response its stored copy came from, as sent, and
+// the sitemap's <lastmod> it was listed with then (zero: none).
+type Validators struct {
+	ETag, LastModified string
+	Lastmod            time.Time
 }
 
 // PageRecord is a page as the index stores it.
 type PageRecord struct {
 	URL, Path, Title, Lang, Body, Hash, Source string
+	Validators
 }
 
 // ChunkRecord is a chunk as the index stores it, with its embedding and the full-text
