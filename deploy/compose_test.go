@@ -307,3 +307,70 @@ func hasKey[V any](m map[string]V, k string) bool {
 	_, ok := m[k]
 	return ok
 }
+
+// TestComposeSync: the one-shot sitetools-sync (profile sync) re-crawls the sitemap in
+// INGEST_SITEMAP_URL with sitetools' image, hardening and configuration, reaching the
+// database and the model on the backend network and the site on egress; without its
+// profile, `up` does not start it (TestCompose lists the services it does).
+func TestComposeSync(t *testing.T) {
+	env := exampleEnv(t)
+	env["INGEST_SITEMAP_URL"] = "https://www.example.com/sitemap.xml"
+	opts, err := cli.NewProjectOptions([]string{filepath.Join(root(t), "deploy", "compose.yaml")},
+		cli.WithWorkingDirectory(filepath.Join(root(t), "deploy")), cli.WithEnv(envList(env)),
+		cli.WithConsistency(true), cli.WithProfiles([]string{"sync"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := opts.LoadProject(context.Background())
+	if err != nil {
+		t.Fatalf("deploy/compose.yaml does not load with the profile sync: %v", err)
+	}
+	s, ok := p.Services["sitetools-sync"]
+	if !ok {
+		t.Fatal("no service sitetools-sync in the profile sync")
+	}
+	serve := p.Services["sitetools"]
+	if s.Image != serve.Image || !s.ReadOnly || !slices.Equal(s.CapDrop, []string{"ALL"}) ||
+		!slices.Contains(s.SecurityOpt, "no-new-privileges:true") || s.User != dockerfileUser(t) {
+		t.Errorf("sitetools-sync: image %q read_only %v cap_drop %v security_opt %v user %q, want sitetools' image and hardening",
+			s.Image, s.ReadOnly, s.CapDrop, s.SecurityOpt, s.User)
+	}
+	if want := []string{"ingest", "--sitemap", "https://www.example.com/sitemap.xml"}; !slices.Equal(s.Command, want) {
+		t.Errorf("sitetools-sync command %v, want %v", s.Command, want)
+	}
+	if s.Restart != "no" {
+		t.Errorf("one-shot sitetools-sync restarts %q, want no", s.Restart)
+	}
+	for _, n := range []string{"backend", "egress"} {
+		if !hasKey(s.Networks, n) {
+			t.Errorf("sitetools-sync is not on the %s network", n)
+		}
+	}
+	known := knownVariables(t)
+	for k := range s.Environment {
+		if !known[k] {
+			t.Errorf("sitetools-sync sets %s, which is not a configuration variable", k)
+		}
+	}
+	if _, err := config.Load(func(k string) string {
+		if k == "ADMIN_LISTEN_ADDR" {
+			return "off"
+		}
+		return deref(s.Environment[k])
+	}); err != nil {
+		t.Errorf("sitetools-sync: the configuration does not load:\n%v", err)
+	}
+	for _, k := range []string{"DATABASE_URL", "EMBEDDINGS_BASE_URL", "EMBEDDINGS_MODEL", "EMBEDDINGS_DIMENSIONS"} {
+		if deref(s.Environment[k]) != deref(p.Services["sitetools"].Environment[k]) {
+			t.Errorf("sitetools-sync %s = %q, sitetools %q: want the same index", k, deref(s.Environment[k]), deref(serve.Environment[k]))
+		}
+	}
+}
+
+func envList(env map[string]string) []string {
+	var list []string
+	for k, v := range env {
+		list = append(list, k+"="+v)
+	}
+	return list
+}
