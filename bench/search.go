@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 
-
 	"github.com/sitetools/sitetools/internal/config"
 
 	"github.com/jackc/pgx/v5"
