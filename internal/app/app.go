@@ -48,6 +48,9 @@ type Service struct {
 	// Breakers keep calls off the embedding and the chat provider while they are down
 	// (nil where turned off).
 	Breakers []*breaker.Breaker
+	// Sync keeps the index in step with the site (INGEST_SITEMAP_URL): on a timer, and
+	// through the publish hook POST /admin/reindex.
+	Sync *Syncer
 
 	logger  *slog.Logger
 	closers []func()
@@ -119,6 +122,11 @@ func Build(ctx context.Context, cfg config.Config, opts Options) (svc *Service, 
 		siteTools = append(siteTools, t)
 		bookings = postgres.NewBookings(s.DB)
 	}
+	s.Sync = newSyncer(cfg, s.DB, s.logger, s.Metrics)
+	var reindex server.Reindexer
+	if s.Sync.Enabled() {
+		reindex = s.Sync
+	}
 	chat, persona, err := newChat(cfg.Chat, s.logger)
 	if err != nil {
 		return nil, err
@@ -126,7 +134,7 @@ func Build(ctx context.Context, cfg config.Config, opts Options) (svc *Service, 
 	s.HTTP, err = Wire(cfg, Parts{
 		DB: s.DB, Logger: s.logger, Metrics: s.Metrics, Usage: s.Usage, Bookings: bookings,
 		ChatProvider: chat, ChatPersona: persona, ChatBudget: s.LLMBudget, ChatBreaker: chatBreaker,
-		ProviderMetrics: providerMetrics,
+		ProviderMetrics: providerMetrics, Reindex: reindex,
 		Register: func(r *tools.Registry) error {
 			for _, t := range siteTools {
 				if err := r.Add(t); err != nil {
@@ -146,7 +154,8 @@ func Build(ctx context.Context, cfg config.Config, opts Options) (svc *Service, 
 }
 
 // Run serves until ctx is done, applying the retention every hour on whichever replica
-// gets the lock, and reclaiming the budget leases of stopped replicas.
+// gets the lock, reclaiming the budget leases of stopped replicas, and syncing the index
+// with the site (see Syncer); it returns once the sync under way has recorded its end.
 func (s *Service) Run(ctx context.Context) error {
 	stop := startPruning(ctx, s.DB, Retention(s.Config.Retention), s.logger, s.Metrics)
 	defer stop()
@@ -155,6 +164,9 @@ func (s *Service) Run(ctx context.Context) error {
 	for _, b := range []*budget.Budget{s.Search.Budget, s.LLMBudget} {
 		go b.ReclaimEvery(reclaimCtx)
 	}
+	synced := make(chan struct{})
+	go func() { defer close(synced); s.Sync.Run(reclaimCtx) }()
+	defer func() { cancel(); <-synced }()
 	return s.HTTP.Run(ctx)
 }
 
