@@ -194,6 +194,7 @@ func usageCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer db.Close()
+	printIndexStatus(ctx, db, stdout)
 	embeddingBudget := budget.NewBudget(db.Pool, "embedding", cfg.Embeddings.DailyTokenBudget, nil)
 	ledger := budget.NewLedger(db.Pool)
 	today, err := embeddingBudget.Today(ctx)
