@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"hash/crc32"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,10 +32,11 @@ const (
 	// scaleBatch is sitesearch.Ingester's default BatchSize, which ingest uses.
 	scaleBatch = 64
 	// scaleFakeModel is the model name the fake provider is configured with.
-	scaleFakeModel = "fake-embed"
-	scalePagesGoal = 200.0     // pages per second, from the directory with the local embedder
-	scaleRSSGoal   = 300 << 20 // peak RSS of an ingest
-	scaleReingestX = 10.0      // an unchanged re-ingest at least this many times faster
+	scaleFakeModel  = "fake-embed"
+	scalePagesGoal  = 200.0     // pages per second, from the directory with the local embedder
+	scaleRSSGoal    = 300 << 20 // peak RSS of an ingest
+	scaleReingestX  = 10.0      // an unchanged re-ingest at least this many times faster
+	scaleBodiesGoal = 5.0       // per cent of the page bodies an unchanged re-ingest over a sitemap downloads again
 )
 
 // scaleIngestCase is one kind of ingest: its source, embedder and database.
@@ -41,6 +44,7 @@ type scaleIngestCase struct {
 	label   string
 	db      string
 	sitemap bool
+	lastmod bool // the sitemap gives each page's <lastmod>
 	fake    bool
 	pages   int
 	gated   bool // the pages-per-second goal is judged on it
@@ -50,8 +54,9 @@ func scaleIngestCases() []scaleIngestCase {
 	return []scaleIngestCase{
 		{label: "--dir, local embedder", db: scaleDatabase, pages: scalePages, gated: true},
 		{label: "--dir, fake provider", db: scaleDatabase + "_fake", pages: scalePages, fake: true},
-		{label: "--sitemap, fake provider", db: scaleDatabase + "_sitemap", pages: scaleSitemapPages, sitemap: true, fake: true},
-		{label: "--sitemap, local embedder", db: scaleDatabase + "_sitemap", pages: scaleSitemapPages, sitemap: true},
+		{label: "--sitemap with lastmod, fake provider", db: scaleDatabase + "_sitemap", pages: scaleSitemapPages, sitemap: true, lastmod: true, fake: true},
+		{label: "--sitemap without lastmod (304s), fake provider", db: scaleDatabase + "_sitemap", pages: scaleSitemapPages, sitemap: true, fake: true},
+		{label: "--sitemap with lastmod, local embedder", db: scaleDatabase + "_sitemap", pages: scaleSitemapPages, sitemap: true, lastmod: true},
 	}
 }
 
@@ -63,6 +68,7 @@ type scaleIngestRun struct {
 	vocab     time.Duration // how long the rebuild of the typo vocabulary was
 	st        scaleIngestStats
 	requests  []int // fake provider: inputs of each request received during the run
+	bodies    int64 // sitemap: page bodies the site served during the run (not 304s)
 }
 
 // scaleIngestStats is what ingest prints: sitesearch.IngestStats.
@@ -70,7 +76,7 @@ type scaleIngestStats struct {
 	pages, unchanged, embedded, calls int
 }
 
-var scaleStatsRE = regexp.MustCompile(`(\d+) pages: \d+ added, \d+ updated, (\d+) unchanged, \d+ removed; (\d+) chunks embedded in (\d+) calls`)
+var scaleStatsRE = regexp.MustCompile(`(\d+) pages: \d+ added, \d+ updated, (\d+) unchanged, \d+ removed, \d+ failed; (\d+) chunks embedded in (\d+) calls`)
 
 func parseIngestStats(out string) (scaleIngestStats, error) {
 	m := scaleStatsRE.FindStringSubmatch(out)
@@ -97,7 +103,7 @@ type scaleIngester struct {
 	env     sectionEnv
 	bin     *serveBinary
 	dir     string
-	site    *httptest.Server
+	site    *scaleSite
 	fake    *llmtest.Server
 	dbNames map[string]bool
 }
@@ -129,7 +135,7 @@ func runScaleIngest(ctx context.Context, env sectionEnv) (_ sectionResult, err e
 		return sectionResult{}, err
 	}
 	in.site = startScaleSite(scaleSitemapPages)
-	defer in.site.Close()
+	defer in.site.srv.Close()
 	if in.fake, err = llmtest.StartServer(hnswDims); err != nil {
 		return sectionResult{}, err
 	}
@@ -183,17 +189,21 @@ func (in *scaleIngester) run(ctx context.Context, c scaleIngestCase, dbURL strin
 	var r scaleIngestRun
 	args := []string{"ingest", "--dir", in.dir, "--base-url", scaleBaseURL}
 	if c.sitemap {
-		args = []string{"ingest", "--sitemap", in.site.URL + "/sitemap.xml"}
+		args = []string{"ingest", "--sitemap", in.site.srv.URL + "/sitemap-nolastmod.xml"}
+		if c.lastmod {
+			args[2] = in.site.srv.URL + "/sitemap.xml"
+		}
 	}
 	cmd := exec.CommandContext(ctx, in.bin.path, args...)
 	cmd.Env = in.processEnv(c, dbURL)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	before := len(in.fake.Requests())
+	before, bodies := len(in.fake.Requests()), in.site.bodies.Load()
 	stopWatch := watchStatements(ctx, dbURL, &r.build, &r.vocab)
 	begin := time.Now()
 	err := cmd.Run()
 	r.wall = time.Since(begin)
+	r.bodies = in.site.bodies.Load() - bodies
 	stopWatch()
 	if err != nil {
 		return r, fmt.Errorf("sitetools ingest: %w\n%.2000s", err, stderr.String())
@@ -267,36 +277,63 @@ func watchStatements(ctx context.Context, dbURL string, build, vocab *time.Durat
 	return func() { cancel(); wg.Wait() }
 }
 
-// startScaleSite serves the first n generated pages as HTML, and their sitemap, all
-// rendered beforehand so that the server costs the ingest as little as it can.
-func startScaleSite(n int) *httptest.Server {
-	pages := make(map[string][]byte, n)
-	var sitemap []byte
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/sitemap.xml" {
+// scaleSite is the generated site over HTTP; it counts the page bodies it serves.
+type scaleSite struct {
+	srv    *httptest.Server
+	bodies atomic.Int64
+}
+
+// startScaleSite serves the first n generated pages as HTML, each with an ETag and a
+// Last-Modified and a 304 to a request that names either, and their sitemap, with each
+// page's <lastmod> (/sitemap.xml) and without (/sitemap-nolastmod.xml), all rendered
+// beforehand so that the server costs the ingest as little as it can.
+func startScaleSite(n int) *scaleSite {
+	const modified = "Wed, 13 Nov 2024 10:00:00 GMT"
+	type page struct {
+		html []byte
+		etag string
+	}
+	pages := make(map[string]page, n)
+	var sitemap, plain []byte
+	site := &scaleSite{}
+	site.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/sitemap.xml", "/sitemap-nolastmod.xml":
 			w.Header().Set("Content-Type", "application/xml")
-			_, _ = w.Write(sitemap)
+			_, _ = w.Write(map[bool][]byte{true: sitemap, false: plain}[r.URL.Path == "/sitemap.xml"])
 			return
 		}
-		page, ok := pages[r.URL.Path]
+		pg, ok := pages[r.URL.Path]
 		if !ok {
 			http.NotFound(w, r)
 			return
 		}
+		w.Header().Set("ETag", pg.etag)
+		w.Header().Set("Last-Modified", modified)
+		if r.Header.Get("If-None-Match") == pg.etag || (r.Header.Get("If-None-Match") == "" && r.Header.Get("If-Modified-Since") == modified) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		site.bodies.Add(1)
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write(page)
+		_, _ = w.Write(pg.html)
 	}))
 	// The listener's address is known before the server starts: the pages and the sitemap
 	// are ready before any request can read them.
-	var b strings.Builder
-	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n" + `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">` + "\n")
+	var b, p strings.Builder
+	head := `<?xml version="1.0" encoding="UTF-8"?>` + "\n" + `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">` + "\n"
+	b.WriteString(head)
+	p.WriteString(head)
 	for i := range n {
 		pg := scalePageAt(i)
-		pages["/"+pg.path] = pg.html()
-		fmt.Fprintf(&b, "<url><loc>http://%s/%s</loc></url>\n", srv.Listener.Addr(), pg.path)
+		html := pg.html()
+		pages["/"+pg.path] = page{html: html, etag: fmt.Sprintf(`"%08x"`, crc32.ChecksumIEEE(html))}
+		fmt.Fprintf(&b, "<url><loc>http://%s/%s</loc><lastmod>2024-11-%02dT10:00:00Z</lastmod></url>\n", site.srv.Listener.Addr(), pg.path, 1+i%28)
+		fmt.Fprintf(&p, "<url><loc>http://%s/%s</loc></url>\n", site.srv.Listener.Addr(), pg.path)
 	}
 	b.WriteString("</urlset>\n")
-	sitemap = []byte(b.String())
-	srv.Start()
-	return srv
+	p.WriteString("</urlset>\n")
+	sitemap, plain = []byte(b.String()), []byte(p.String())
+	site.srv.Start()
+	return site
 }
