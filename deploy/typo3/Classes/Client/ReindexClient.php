@@ -114,7 +114,7 @@ final class ReindexClient
         $text = (string)$response->getBody();
         $data = json_decode($text, true);
         if ($status >= 300) {
-            // sitetools' errors: {"error": {"code": "invalid_argument", "message": "..."}}
+            // sitetools' errors: {"error": {"code": "invalid_arguments", "message": "..."}}
             $error = is_array($data) && is_array($data['error'] ?? null)
                 ? trim(($data['error']['code'] ?? '') . ': ' . ($data['error']['message'] ?? ''), ': ')
                 : mb_substr($text, 0, 200);

@@ -52,7 +52,7 @@ export async function POST(req: Request): Promise<Response> {
   try {
     body = parse(await readJSON(req));
   } catch (err) {
-    return problem(400, "invalid_argument", (err as Error).message);
+    return problem(400, "invalid_arguments", (err as Error).message);
   }
 
   if (body.all) {
