@@ -29,7 +29,7 @@ import (
 
 const (
 	scaleSitemapPages = 2_000
-	// scaleBatch is sitesearch.Ingester's default BatchSize, which ingest uses.
+X
 	scaleBatch = 64
 	// scaleFakeModel is the model name the fake provider is configured with.
 	scaleFakeModel  = "fake-embed"
