@@ -29,8 +29,8 @@ import (
 
 const (
 	scaleSitemapPages = 2_000
-X
-	scaleBatch = 64
+	// scaleBatch is EMBEDDINGS_BATCH_SIZE's default, the BatchSize ingest uses.
+	scaleBatch = 32
 	// scaleFakeModel is the model name the fake provider is configured with.
 	scaleFakeModel  = "fake-embed"
 	scalePagesGoal  = 200.0     // pages per second, from the directory with the local embedder
