@@ -20,7 +20,9 @@ type queueOnly struct{ *postgres.IndexSyncs }
 
 func (queueOnly) Origin() string { return "https://site.example" }
 
-func (q queueOnly) Job(ctx context.Context, id string) (postgres.IndexSync, error) { return q.Get(ctx, id) }
+func (q queueOnly) Job(ctx context.Context, id string) (postgres.IndexSync, error) {
+	return q.Get(ctx, id)
+}
 
 type reindexReply struct {
 	ID        string `json:"id"`
