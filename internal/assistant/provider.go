@@ -2,7 +2,6 @@ package assistant
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/sitetools/sitetools/internal/breaker"
@@ -24,20 +23,17 @@ func (t *turnState) complete(ctx context.Context, req llm.ChatRequest, prompt in
 	a := t.a
 	model := a.opts.Provider.Model()
 	entry := budget.Entry{Kind: "llm", Channel: "chat", Tool: "chat", Model: model, Outcome: budget.OutcomeOK}
-	var brk breaker.Call = noBreaker{}
-	if a.opts.Breaker != nil {
-		var err error
-		if brk, err = a.opts.Breaker.Allow(); err != nil {
-			entry.Outcome = budget.OutcomeSkipped
-			t.record(ctx, entry)
-			return nil, err
-		}
+	brk, err := a.opts.Breaker.Allow() // a nil Breaker admits every call
+	if err != nil {
+		entry.Outcome = budget.OutcomeSkipped
+		t.record(ctx, entry)
+		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, a.opts.ProviderTimeout)
 	defer cancel()
 	charge, err := t.reserve(cctx, model, prompt, req.MaxTokens)
 	if err != nil {
-		brk.Done(errNoCall)
+		brk.Done(breaker.ErrNotCalled)
 		return nil, err
 	}
 	cctx, delivery := llm.Track(cctx)
@@ -151,15 +147,6 @@ func (c *charge) settle(used int64) {
 		c.r.Release()
 	}
 }
-
-// errNoCall reports to the breaker a call that was not made (no budget, or the database
-// failed first): neither a success nor a failure of the provider.
-var errNoCall = errors.New("assistant: no provider call was made")
-
-// noBreaker admits every call.
-type noBreaker struct{}
-
-func (noBreaker) Done(error) {}
 
 // record writes the ledger row of a model call off the turn's path: the turn goes on to
 // its tools or its answer meanwhile, and waits for its rows before it ends (ledgerDone).

@@ -87,6 +87,11 @@ const (
 // both hold, so that callers degrade as for a provider that is down.
 var ErrOpen = errors.New("provider circuit open")
 
+// ErrNotCalled is what a caller reports to Call.Done when, once admitted, it made no
+// call after all (no budget left, or its database failed first): neither a success nor a
+// failure of the provider.
+var ErrNotCalled = errors.New("no provider call was made")
+
 // OpenError is the error of a refused call: Until is when the circuit lets a probe
 // through at the latest.
 type OpenError struct {

@@ -93,11 +93,9 @@ type callInfo struct {
 // charged by what became of it.
 func (q *QueryEmbedder) fetch(ctx context.Context, c callInfo) (res embedResult, err error) {
 	defer q.unclaim(c.key)
-	var brk breaker.Call = noBreaker{}
-	if q.opts.Breaker != nil {
-		if brk, err = q.opts.Breaker.Allow(); err != nil {
-			return q.skip(ctx, c), nil
-		}
+	brk, err := q.opts.Breaker.Allow() // a nil Breaker admits every call
+	if err != nil {
+		return q.skip(ctx, c), nil
 	}
 	model := q.Model()
 	sent := q.opts.QueryPrefix + c.query
@@ -107,12 +105,12 @@ func (q *QueryEmbedder) fetch(ctx context.Context, c callInfo) (res embedResult,
 	per := q.opts.Budget.Size(model, n) + 8
 	reservation, err := q.opts.Budget.Reserve(ctx, per)
 	if errors.Is(err, budget.ErrBudgetExhausted) {
-		brk.Done(errNoCall)
+		brk.Done(breaker.ErrNotCalled)
 		q.hits.WithLabelValues("degraded").Inc()
 		return embedResult{degraded: DegradedBudget}, nil
 	}
 	if err != nil {
-		brk.Done(errNoCall)
+		brk.Done(breaker.ErrNotCalled)
 		return embedResult{}, err
 	}
 	callCtx, delivery := llm.Track(ctx)
@@ -192,12 +190,3 @@ func (q *QueryEmbedder) unclaim(key [32]byte) {
 		q.opts.Logger.Warn("embedding claim release failed", "err", err.Error())
 	}
 }
-
-// errNoCall reports to the breaker a call that was not made (no budget, or the database
-// failed first): neither a success nor a failure of the provider.
-var errNoCall = errors.New("embedcache: no provider call was made")
-
-// noBreaker admits every call.
-type noBreaker struct{}
-
-func (noBreaker) Done(error) {}

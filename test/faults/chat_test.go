@@ -12,6 +12,7 @@ import (
 
 	"github.com/sitetools/sitetools/internal/llm/llmtest"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
+	"github.com/sitetools/sitetools/internal/testkit"
 )
 
 // TestChatProviderFaults: whatever the chat model does — fail inside its stream, drop
@@ -93,7 +94,7 @@ func TestChatProviderFaults(t *testing.T) {
 					t.Errorf("ended after %v, before LLM_TIMEOUT %v: the model did not hang as scripted", took, llmTimeout)
 				}
 				// The provider call was cancelled, not left running.
-				if !eventually(5*time.Second, func() bool { return fake.Cancellations() > cancelled }) {
+				if !testkit.Eventually(5*time.Second, func() bool { return fake.Cancellations() > cancelled }) {
 					t.Error("the hanging provider call was never cancelled")
 				}
 			} else if took > slack {

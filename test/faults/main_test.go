@@ -286,17 +286,3 @@ func refused(addr string) bool {
 	c.Close()
 	return false
 }
-
-// eventually polls cond every 10ms until it holds or d passed.
-func eventually(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

@@ -126,7 +126,7 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 func settledGoroutines(client *http.Client) int {
 	client.CloseIdleConnections()
 	last, same := runtime.NumGoroutine(), 0
-	eventually(3*time.Second, func() bool {
+	testkit.Eventually(3*time.Second, func() bool {
 		n := runtime.NumGoroutine()
 		if n == last {
 			same++
@@ -341,7 +341,7 @@ func checkGoroutines(t *testing.T, client *http.Client, before, slack int) {
 	t.Helper()
 	client.CloseIdleConnections()
 	var after int
-	if !eventually(10*time.Second, func() bool {
+	if !testkit.Eventually(10*time.Second, func() bool {
 		client.CloseIdleConnections()
 		after = runtime.NumGoroutine()
 		return after <= before+slack

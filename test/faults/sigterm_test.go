@@ -187,7 +187,7 @@ func (r *sigtermRun) startQuick(t *testing.T) {
 			}
 		})
 	}
-	if !eventually(10*time.Second, func() bool { return r.quickOK.Load() >= 6 }) {
+	if !testkit.Eventually(10*time.Second, func() bool { return r.quickOK.Load() >= 6 }) {
 		t.Fatal("the quick requests do not succeed before the signal")
 	}
 }
@@ -222,7 +222,7 @@ func (r *sigtermRun) startSearches(t *testing.T, embed *llmtest.Server) {
 		}()
 		r.searches = append(r.searches, ch)
 	}
-	if !eventually(10*time.Second, func() bool { return embed.Calls() >= calls+2 }) {
+	if !testkit.Eventually(10*time.Second, func() bool { return embed.Calls() >= calls+2 }) {
 		t.Fatalf("the searches never reached the embedding provider (%d calls)", embed.Calls()-calls)
 	}
 }
@@ -260,7 +260,7 @@ func (r *sigtermRun) holdBookings(t *testing.T) pgx.Tx {
 			FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&inserts, &selects)
 		return inserts, selects
 	}
-	if !eventually(10*time.Second, func() bool { i, s := waiting(); return i >= 1 && s >= 2 }) {
+	if !testkit.Eventually(10*time.Second, func() bool { i, s := waiting(); return i >= 1 && s >= 2 }) {
 		i, s := waiting()
 		t.Fatalf("not in flight: %d bookings and %d slot queries wait for the lock, want 1 and 2", i, s)
 	}
@@ -283,10 +283,10 @@ func (r *sigtermRun) startBurst() {
 // checkListenersClose: new connections are refused on both listeners while the gated
 // requests hold the process open; a booking sent then is never answered.
 func (r *sigtermRun) checkListenersClose(t *testing.T, p *testkit.Proc) {
-	if !eventually(5*time.Second, func() bool { return refused(r.pub) }) {
+	if !testkit.Eventually(5*time.Second, func() bool { return refused(r.pub) }) {
 		t.Error("the public listener still accepts connections 5s after SIGTERM")
 	}
-	adminRefused := eventually(3*time.Second, func() bool { return refused(r.adm) })
+	adminRefused := testkit.Eventually(3*time.Second, func() bool { return refused(r.adm) })
 	if !adminRefused {
 		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 		probe := do(r.reqCtx, c, http.MethodGet, r.adminBase+"/metrics", nil, map[string]string{"Authorization": "Bearer " + adminToken})
