@@ -92,9 +92,6 @@ func NewBudget(pool *pgxpool.Pool, kind string, limit int64, now func() time.Tim
 // Kind is the budget's kind.
 func (b *Budget) Kind() string { return b.opts.Kind }
 
-// Limit is the budget's daily limit in tokens (0: unlimited).
-func (b *Budget) Limit() int64 { return b.opts.Limit }
-
 // Reservation holds tokens of a budget until the call settles.
 type Reservation struct {
 	b       *Budget
