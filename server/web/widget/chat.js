@@ -17,7 +17,8 @@
 // notice, and is sent with each question to POST /api/chat, whose answer streams back
 // as server-sent events. Links in answers and open_page go through the page's router
 // when it handles `sitetools:navigate` (see bridge.js), so the widget, its transcript and
-// the relay connection survive client-side navigation.
+// the relay connection survive client-side navigation. A finished answer can be rated
+// with a thumb up or down (see feedback.js).
 
 import { askRouter, bridgeStatus } from './bridge.js';
 import {
@@ -31,6 +32,7 @@ import {
 } from './core.js';
 import { activityLine, labelOf, setActivity, storedActivity } from './activity.js';
 import { h } from './dom.js';
+import { Feedback, answerOf, feedbackControls, feedbackOf, paintFeedback } from './feedback.js';
 import { renderMarkdown, streamMarkdown } from './render.js';
 import { readEventStream } from './sse.js';
 import { fill, languageOf, stringsFor } from './strings.js';
@@ -92,6 +94,7 @@ class SitetoolsChat extends HTMLElement {
   #t = stringsFor('en');
   #lang = '';
   #status = bridgeStatus();
+  #feedback = null; // the ratings of answers, when the browser can store the transcript
 
   connectedCallback() {
     if (!this.#el) this.#build();
@@ -135,6 +138,7 @@ class SitetoolsChat extends HTMLElement {
   close() {
     const e = this.#el;
     if (!e || this.#inline) return;
+    this.#feedback?.flush();
     this.#closeCard(false);
     e.panel.hidden = true;
     e.launcher.hidden = false;
@@ -258,6 +262,8 @@ class SitetoolsChat extends HTMLElement {
     el.root.append(el.launcher, el.panel);
     root.append(sheet, el.root);
     this.#el = el;
+    const s = storage();
+    if (s) this.#feedback = new Feedback({ storage: s, fetch: (...a) => fetch(...a), onChange: (id, outcome) => this.#feedbackChanged(id, outcome) });
     this.#wire();
     this.#applyMode();
     this.#showStatus(this.#status);
@@ -300,6 +306,7 @@ class SitetoolsChat extends HTMLElement {
     e.clear.addEventListener('click', () => {
       if (!window.confirm(this.#t.clearConfirm)) return;
       const s = storage();
+      this.#feedback?.flush();
       if (s) clearTranscript(s);
       this.#render();
       this.#say(this.#t.cleared);
@@ -321,6 +328,8 @@ class SitetoolsChat extends HTMLElement {
       const q = e.input.value.trim();
       if (!q || this.#busy) return;
       e.input.value = '';
+      // A thumbs down still waiting for its reason goes without one.
+      this.#feedback?.flush();
       this.#ask(q);
     });
     e.input.addEventListener('keydown', (ev) => {
@@ -342,6 +351,19 @@ class SitetoolsChat extends HTMLElement {
       return g.ok;
     };
     e.log.addEventListener('click', routeLink);
+    e.list.addEventListener('click', (ev) => {
+      const b = ev.target instanceof Element ? ev.target.closest('button[data-fb], button[data-fb-reason]') : null;
+      const box = b?.closest('.feedback');
+      if (!box || !this.#feedback || b.getAttribute('aria-disabled') === 'true') return;
+      if (b.dataset.fb) {
+        this.#feedback.rate(box.dataset.answer, b.dataset.fb);
+        return;
+      }
+      // The reasons go away: focus stays on the thumb they belong to.
+      const down = box.querySelector('[data-fb="down"]');
+      this.#feedback.choose(box.dataset.answer, b.dataset.fbReason);
+      down.focus();
+    });
     // The card's guide is read beside the chat: the card makes room for it, and where the
     // flyout covers the page (a phone) the flyout does.
     e.card.addEventListener('click', (ev) => {
@@ -361,6 +383,11 @@ class SitetoolsChat extends HTMLElement {
       document.dispatchEvent(new CustomEvent('sitetools:webmcp-disconnect'));
     });
 
+    // A thumbs down waiting for its reason is sent before the page goes (or may go).
+    window.addEventListener('pagehide', () => this.#feedback?.flush());
+    document.addEventListener('visibilitychange', () => {
+      if (document.visibilityState === 'hidden') this.#feedback?.flush();
+    });
     document.addEventListener('sitetools:webmcp-status', (ev) => this.#showStatus(ev.detail));
     document.addEventListener('sitetools:transcript-changed', () => this.#render());
     window.addEventListener('storage', (ev) => {
@@ -467,7 +494,28 @@ class SitetoolsChat extends HTMLElement {
     if (done.length) li.appendChild(this.#activityList(done.map((x) => activityLine(this.#t, x.name, x.ok ? 'done' : 'failed'))));
     li.appendChild(box);
     if (Array.isArray(m.sources) && m.sources.length) li.appendChild(this.#sourceList(m.sources));
+    const fb = this.#feedback?.state(m);
+    if (fb) li.appendChild(feedbackControls(this.#t, fb));
     return li;
+  }
+
+  // feedbackChanged shows what changed for the rating of an answer, and says what was sent.
+  #feedbackChanged(answerId, outcome) {
+    const e = this.#el;
+    const s = storage();
+    const m = s ? loadTranscript(s).messages.find((x) => feedbackOf(x)?.answerId === answerId) : null;
+    const st = m ? this.#feedback.state(m) : null;
+    // Gone: the conversation was deleted meanwhile.
+    if (!st) return;
+    for (const box of e.list.querySelectorAll('.feedback')) {
+      if (box.dataset.answer !== answerId) continue;
+      paintFeedback(box, this.#t, st, outcome);
+      if (st.pending) box.querySelector('.fb-reasons').scrollIntoView({ block: 'nearest' });
+    }
+    // While an answer streams, the status region says that.
+    if (this.#busy) return;
+    if (outcome === 'sent' || outcome === 'done') this.#say(this.#t.feedbackThanks);
+    else if (outcome === 'retry') this.#say(this.#t.feedbackRetry);
   }
 
   // activityList holds a turn's tool activity: one folded line per tool call.
@@ -536,6 +584,7 @@ class SitetoolsChat extends HTMLElement {
     this.#say(t.answering);
 
     const answer = { role: 'assistant', content: '', sources: [], tools: [] };
+    let rateable = null; // message.done's answer id and kind
     let failed = '';
     let frame = 0;
     try {
@@ -602,6 +651,9 @@ class SitetoolsChat extends HTMLElement {
             case 'error':
               failed = typeof d.message === 'string' && d.message && sameLanguage ? d.message : t.failed;
               break;
+            case 'message.done':
+              rateable = answerOf(d);
+              break;
             default:
           }
           e.log.scrollTop = e.log.scrollHeight;
@@ -621,6 +673,8 @@ class SitetoolsChat extends HTMLElement {
       const saved = { role: 'assistant', content: answer.content.replaceAll('\0', '') };
       if (answer.sources.length) saved.sources = answer.sources;
       if (answer.tools.length) saved.tools = answer.tools;
+      // Only a finished answer can be rated: not one that failed or broke off.
+      if (rateable && !failed) Object.assign(saved, rateable);
       now.messages.push(saved);
       storeTranscript(s, now);
     }
