@@ -39,6 +39,7 @@ import {
 
 const WIDGET_URL = new URL('./widget.js', import.meta.url).href;
 const CATALOG_URL = '/api/chat/tools';
+const HANDOVER_URL = '/api/handover';
 // The widget disconnects after this long without mouse or keyboard activity in the tab
 // (its default is 5 minutes: too short for a client working while the visitor reads).
 // setTimeout's limit is about 24.8 days; 12 hours stays far below it.
@@ -446,7 +447,23 @@ async function prefillContactForm(args) {
   parts.push(filled.length ? `Filled in: ${filled.join(', ')}.` : 'Filled in nothing.');
   if (plan.kept.length) parts.push(`Kept what the visitor had typed in: ${plan.kept.join(', ')}.`);
   parts.push('Nothing was sent: the visitor reviews the form and sends it themselves.');
+  countHandover('prefill_contact_form');
   return textResult(parts.join(' '), { filled, kept: plan.kept, submitted: false, page: location.pathname });
+}
+
+/**
+ * countHandover tells the site that the visitor's assistant handed them over to the
+ * contact form: the tool's name and nothing else (no argument, no field), so that the
+ * site can count handovers. Its answer does not matter, and it outlives the page.
+ */
+function countHandover(tool) {
+  fetch(HANDOVER_URL, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ tool }),
+    credentials: 'omit',
+    keepalive: true,
+  }).catch(() => {});
 }
 
 function localExecutors() {
