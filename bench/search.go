@@ -97,7 +97,7 @@ func searchScenario(ctx context.Context, svc *service, base *postgres.DB, conns 
 		}
 		return pgx.CollectRows(rows, func(r pgx.CollectableRow) (sitesearch.Hit, error) {
 			var h sitesearch.Hit
-			err := r.Scan(&h.Title, &h.URL, &h.Anchor, &h.Snippet, &h.Score, &h.Matched)
+			err := r.Scan(&h.Title, &h.URL, &h.Anchor, &h.Snippet, &h.Score, &h.Matched, &h.Distance, &h.Coverage)
 			return h, err
 		})
 	}

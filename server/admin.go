@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/sitetools/sitetools/internal/insights"
 	"github.com/sitetools/sitetools/tools"
 	"github.com/sitetools/sitetools/tools/appointments"
 )
@@ -19,19 +20,48 @@ func (a *App) usageReport(c echo.Context) error {
 	if a.usage == nil {
 		return tools.Errorf(tools.CodeNotFound, "no usage report is configured")
 	}
-	days := 7
-	if v := c.QueryParam("days"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 366 {
-			return tools.Errorf(tools.CodeMalformedRequest, "days must be a whole number from 1 to 366")
-		}
-		days = n
+	days, err := daysParam(c)
+	if err != nil {
+		return err
 	}
 	report, err := a.usage(c.Request().Context(), days)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, report)
+}
+
+// insightsReport handles GET /admin/report?days=N (default 7): ratings of answers,
+// searches that found nothing relevant, answers that fell back, hand-overs, the most and
+// the never cited pages. This replica's counts of the last second are written first;
+// other replicas' reach the database within a second.
+func (a *App) insightsReport(c echo.Context) error {
+	days, err := daysParam(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if err := a.insights.Flush(ctx); err != nil {
+		a.logger.Warn("could not write the insight counts", "err", err.Error())
+	}
+	report, err := insights.Read(ctx, a.db.Pool, days)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, report)
+}
+
+// daysParam is the query parameter days: 1 to 366, default 7.
+func daysParam(c echo.Context) (int, error) {
+	v := c.QueryParam("days")
+	if v == "" {
+		return 7, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 366 {
+		return 0, tools.Errorf(tools.CodeMalformedRequest, "days must be a whole number from 1 to 366")
+	}
+	return n, nil
 }
 
 // listBookings handles GET /admin/bookings?from=&to=&cancelled=true: bookings that

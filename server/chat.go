@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -74,9 +75,18 @@ func (a *App) chatTurn(c echo.Context) error {
 	defer stop()
 
 	ctx := req.Context()
+	var cited []string
 	err = a.chat.Run(ctx, assistant.Turn{Messages: msgs, Client: client, Lang: lang}, func(e assistant.Event) error {
-		if done, ok := e.Data.(assistant.Done); ok {
-			a.metrics.chatAnswers.WithLabelValues(done.Mode, done.Reason).Inc()
+		switch d := e.Data.(type) {
+		case assistant.Sources:
+			cited = citedPages(d)
+		case assistant.Done:
+			a.metrics.chatAnswers.WithLabelValues(d.Mode, d.Reason).Inc()
+			a.insights.Answer(d.Kind, d.Reason, cited, d.ContactOffered)
+			if id, err := a.answerIDs.Issue(ctx, d.Kind); err == nil {
+				d.AnswerID = id // else the answer cannot be rated: the database is down
+			}
+			e.Data = d
 		}
 		return stream.send(e.Name, e.Data)
 	})
@@ -86,6 +96,17 @@ func (a *App) chatTurn(c echo.Context) error {
 		_ = stream.send(assistant.EventError, assistant.Error{Code: tools.CodeInternal, Message: assistant.InternalError(lang)})
 	}
 	return nil
+}
+
+// citedPages are the pages of an answer's sources, each once (sources name sections).
+func citedPages(s assistant.Sources) []string {
+	var pages []string
+	for _, src := range s.Items {
+		if !slices.Contains(pages, src.URL) {
+			pages = append(pages, src.URL)
+		}
+	}
+	return pages
 }
 
 // chatBodyLimit leaves room for a transcript of CHAT_MAX_CHARS characters of any script

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -731,6 +732,7 @@ func TestContract(t *testing.T) {
 	}
 
 	cases = append(cases, staticFileCases(t)...)
+	cases = append(cases, feedbackCases(t, db, limitedSrv, downSrv)...)
 	cases = append(cases,
 		contractCase{name: "widget", method: "GET", path: "/webmcp/widget.js", status: 200,
 			check: staticFile([]byte("class WebMCP {}\n"), "text/javascript", "no-cache")},
@@ -1318,10 +1320,19 @@ func retrievalAnswer(t *testing.T, events []sseEvent) {
 	if got, want := string(events[n-2].Data), `{"items":[{"title":"Opening hours","url":"`+siteOrigin+`/hours","anchor":"weekdays"},{"title":"Contact","url":"`+siteOrigin+`/contact"}]}`; got != want {
 		t.Errorf("sources %s, want %s", got, want)
 	}
-	if got, want := string(events[n-1].Data), `{"usage":{"promptTokens":0,"completionTokens":0,"totalTokens":0,"providerCalls":0},"mode":"retrieval","reason":"llm_not_configured"}`; got != want {
+	// The answer's id is new every time: its shape here, what it does in TestFeedback.
+	id := answerIDRE.FindString(string(events[n-1].Data))
+	if id == "" {
+		t.Errorf("message.done %s has no answerId", events[n-1].Data)
+	}
+	if got, want := strings.Replace(string(events[n-1].Data), id, "ID", 1), `{"usage":{"promptTokens":0,"completionTokens":0,"totalTokens":0,"providerCalls":0},"mode":"retrieval","reason":"llm_not_configured","kind":"retrieval","answerId":"ID"}`; got != want {
 		t.Errorf("message.done %s, want %s", got, want)
 	}
 }
+
+// answerIDRE finds an answer id in message.done: the day, the kind, the random part and
+// the signature.
+var answerIDRE = regexp.MustCompile(`\d{8}\.[mrd]\.[A-Za-z0-9_-]{12}\.[A-Za-z0-9_-]{22}`)
 
 // streamError checks a turn that ends with an error event of code after a failed call.
 func streamError(code string) func(t *testing.T, events []sseEvent) {

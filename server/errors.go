@@ -34,6 +34,7 @@ var codes = map[string]int{
 	CodeConsentRequired:              http.StatusForbidden,
 	tools.CodeNotFound:               http.StatusNotFound,
 	tools.CodeUnknownTool:            http.StatusNotFound,
+	CodeUnknownAnswer:                http.StatusNotFound,
 	CodeMethodNotAllowed:             http.StatusMethodNotAllowed,
 	tools.CodeIdempotencyConflict:    http.StatusConflict,
 	CodeBodyTooLarge:                 http.StatusRequestEntityTooLarge,

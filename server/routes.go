@@ -24,6 +24,10 @@ func (a *App) publicRoutes() *echo.Echo {
 	api.POST("/chat/tools", a.callTool)
 	api.Any("/chat", methodNotAllowed("POST"))
 	api.POST("/chat", a.chatTurn)
+	api.Any("/feedback", methodNotAllowed("POST"))
+	api.POST("/feedback", a.feedback)
+	api.Any("/handover", methodNotAllowed("POST"))
+	api.POST("/handover", a.handover)
 
 	// Remote MCP (Streamable HTTP, stateless). The SDK answers GET and DELETE with 405.
 	e.Any("/mcp", methodNotAllowed("POST"), a.cors(), a.checkOrigin)
@@ -49,6 +53,7 @@ func (a *App) adminRoutes() *echo.Echo {
 	e.Use(a.recoverer, a.observe, a.requireToken)
 	e.GET("/metrics", a.metricsHandler())
 	e.GET("/admin/usage", a.usageReport)
+	e.GET("/admin/report", a.insightsReport)
 	e.GET("/admin/bookings", a.listBookings)
 	e.POST("/admin/bookings", a.createBooking)
 	e.DELETE("/admin/bookings/:id", a.cancelBooking)

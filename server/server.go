@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sitetools/sitetools/internal/assistant"
+	"github.com/sitetools/sitetools/internal/insights"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/tools"
 	"github.com/sitetools/sitetools/tools/appointments"
@@ -40,6 +41,10 @@ type App struct {
 	bookings appointments.BookingStore
 	reindex  Reindexer
 	chat     *assistant.Assistant
+	// insights counts ratings, searches, answers and hand-overs; answerIDs names answers
+	// for the ratings.
+	insights  *insights.Recorder
+	answerIDs *insights.AnswerIDs
 
 	mcp    *mcpChannel
 	site   *web.Site
@@ -94,6 +99,9 @@ type Options struct {
 	// Reindex is the publish hook's queue on the admin API (nil: POST /admin/reindex
 	// answers not_found).
 	Reindex Reindexer
+	// Insights counts what the owner's report shows (nil: a recorder on DB of its own;
+	// give the one the registry's interceptor counts searches with).
+	Insights *insights.Recorder
 }
 
 // New attaches the routes of the public and admin APIs to what it is given. It does not
@@ -119,7 +127,12 @@ func New(cfg config.Config, opts Options) (*App, error) {
 		bookings: opts.Bookings,
 		reindex:  opts.Reindex,
 		chat:     opts.Chat,
+		insights: opts.Insights,
 	}
+	if a.insights == nil {
+		a.insights = insights.New(opts.DB.Pool, insights.Options{Logger: logger})
+	}
+	a.answerIDs = insights.NewAnswerIDs(opts.DB.Pool, nil)
 	a.mcp = &mcpChannel{a: a}
 	site, err := web.New(web.Options{PagesDir: cfg.SitePagesDir, WidgetPath: cfg.WebMCPWidgetPath,
 		RelayPort: cfg.WebMCPRelayPort, OriginTrialToken: cfg.WebMCPOriginTrialToken, Logger: logger})
@@ -203,6 +216,12 @@ func (a *App) Serve(ctx context.Context, pub, adm net.Listener) error {
 		}()
 	}
 	wg.Wait()
+	// What the requests counted reaches the database before the process ends.
+	flushCtx, cancelFlush := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelFlush()
+	if err := a.insights.Flush(flushCtx); err != nil {
+		a.logger.Warn("could not write the last insight counts", "err", err.Error())
+	}
 	errs[len(servers)] = serveErr
 	return errors.Join(errs...)
 }

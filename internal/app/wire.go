@@ -11,6 +11,7 @@ import (
 	"github.com/sitetools/sitetools/internal/breaker"
 	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/config"
+	"github.com/sitetools/sitetools/internal/insights"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/server"
 	"github.com/sitetools/sitetools/tools"
@@ -60,10 +61,11 @@ func Wire(cfg config.Config, p Parts) (*server.App, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	edge := server.NewEdge(cfg, p.Metrics)
+	counts := insights.New(p.DB.Pool, insights.Options{Logger: logger, Registerer: edge.Metrics()})
 	registry := tools.NewRegistry(&tools.Options{
 		DefaultTimeout: cfg.ToolTimeout,
 		Logger:         logger,
-		Interceptors:   append(edge.Interceptors(), postgres.NewIdempotencyStore(p.DB).Interceptor),
+		Interceptors:   append(edge.Interceptors(), postgres.NewIdempotencyStore(p.DB).Interceptor, counts.Intercept),
 	})
 	if p.Register != nil {
 		if err := p.Register(registry); err != nil {
@@ -102,5 +104,5 @@ func Wire(cfg config.Config, p Parts) (*server.App, error) {
 		return nil, fmt.Errorf("app.Wire: %w", err)
 	}
 	return server.New(cfg, server.Options{DB: p.DB, Logger: logger, Edge: edge, Registry: registry, Chat: chat,
-		Usage: p.Usage, Bookings: p.Bookings, Reindex: p.Reindex})
+		Usage: p.Usage, Bookings: p.Bookings, Reindex: p.Reindex, Insights: counts})
 }

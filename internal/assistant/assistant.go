@@ -220,9 +220,10 @@ func (t *turnState) finish(mode, reason string) error {
 	}
 	t.mu.Lock()
 	u := t.usage
+	contact := pointsToContact(t.answer.String())
 	t.mu.Unlock()
 	t.ledger.Wait() // the turn's calls are on the ledger when it ends
-	return t.emit(EventDone, Done{Usage: u, Mode: mode, Reason: reason})
+	return t.emit(EventDone, Done{Usage: u, Mode: mode, Reason: reason, Kind: AnswerKind(mode, reason), ContactOffered: contact})
 }
 
 // fail ends the turn with an error event.

@@ -67,6 +67,31 @@ type Done struct {
 	Usage  Usage  `json:"usage"`
 	Mode   string `json:"mode"`
 	Reason string `json:"reason"`
+	// Kind is what a visitor rates: KindModel, KindRetrieval or KindDegraded.
+	Kind string `json:"kind"`
+	// AnswerID names the answer for feedback (POST /api/feedback); the server sets it.
+	AnswerID string `json:"answerId,omitempty"`
+	// ContactOffered says the answer pointed the visitor to the site's contact page or
+	// form; counted as a hand-over offered, not sent.
+	ContactOffered bool `json:"-"`
+}
+
+// The kinds of an answer.
+const (
+	KindModel     = "model"     // the model's answer
+	KindRetrieval = "retrieval" // search results: no model is configured
+	KindDegraded  = "degraded"  // search results because the model was unavailable or over budget
+)
+
+// AnswerKind is the kind of an answer of mode, ended for reason.
+func AnswerKind(mode, reason string) string {
+	switch {
+	case mode == ModeLLM:
+		return KindModel
+	case reason == ReasonNotConfigured:
+		return KindRetrieval
+	}
+	return KindDegraded
 }
 
 // Usage is what a turn cost at the provider.

@@ -79,3 +79,19 @@ func cites(answer, pageURL string) bool {
 	}
 	return strings.Contains(answer, u.Path)
 }
+
+// contactWords are what an answer that points the visitor to a person says: a link to the
+// contact page (/contact, /kontakt, in any language's section) or the page's or form's
+// name, in English or German, as the model or the fallback texts put it.
+var contactWords = []string{"/contact", "/kontakt", "contact page", "contact form", "kontaktseite", "kontaktformular"}
+
+// pointsToContact reports whether answer offers the hand-over to a person.
+func pointsToContact(answer string) bool {
+	lower := strings.ToLower(answer)
+	for _, w := range contactWords {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
+}

@@ -31,6 +31,8 @@ commands:
   migrate    apply pending database migrations (DATABASE_URL)
   ingest     index the site's pages: --dir PATH --base-url URL, or --sitemap URL [--reindex]
   usage      paid usage and budgets of the last days [--days N]
+  report     answer ratings, searches that found nothing, hand-overs and page coverage
+             of the last days [--days N] [--format text|json|markdown]
   prune      apply the retention now (serve does it every hour)
   appointments add|list|cancel   manage bookings (busy time for get_free_slots)
   version    print the version
@@ -68,6 +70,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return appointmentsCmd(ctx, rest, stdout, stderr)
 	case "usage":
 		return usageCmd(ctx, rest, stdout)
+	case "report":
+		return reportCmd(ctx, rest, stdout)
 	case "prune":
 		return pruneCmd(ctx, rest, stdout)
 	case "version", "--version", "-v":

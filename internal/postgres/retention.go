@@ -11,8 +11,8 @@ import (
 
 // Retention says how long the rows that grow with use are kept. A zero field keeps them.
 type Retention struct {
-	// LedgerDays keeps ledger rows (and daily budget rows) this many days
-	// (LEDGER_RETENTION_DAYS).
+	// LedgerDays keeps ledger rows, daily budget rows and the insight counts
+	// (activity_daily, page_daily) this many days (LEDGER_RETENTION_DAYS).
 	LedgerDays int
 	// EmbeddingCacheDays keeps a cached query embedding this many days after its last use
 	// (EMBEDDING_CACHE_TTL_DAYS).
@@ -28,11 +28,12 @@ type Pruned struct {
 	Budgets        int64 `json:"budgets"`
 	EmbeddingCache int64 `json:"embedding_cache"`
 	Idempotency    int64 `json:"idempotency_keys"`
+	Insights       int64 `json:"insights"` // rows of activity_daily and page_daily
 }
 
 // Tables returns the counts by table name, for logs and metrics.
 func (p Pruned) Tables() map[string]int64 {
-	return map[string]int64{"ledger": p.Ledger, "budgets": p.Budgets, "embedding_cache": p.EmbeddingCache, "idempotency_keys": p.Idempotency}
+	return map[string]int64{"ledger": p.Ledger, "budgets": p.Budgets, "embedding_cache": p.EmbeddingCache, "idempotency_keys": p.Idempotency, "insights": p.Insights}
 }
 
 // ErrPruneBusy is returned by a Prune that does not wait while another one (on another
@@ -46,8 +47,8 @@ const pruneLockKey int64 = 0x7369_7465_7072_756e // "siteprun" in ASCII
 // (or grows the WAL) for long.
 const pruneBatch = 5000
 
-// Prune deletes what the retention no longer keeps: ledger rows and budget days older
-// than LedgerDays, cached query embeddings unused for EmbeddingCacheDays and those beyond
+// Prune deletes what the retention no longer keeps: ledger rows, budget days and insight
+// counts older than LedgerDays, cached query embeddings unused for EmbeddingCacheDays and those beyond
 // the EmbeddingCacheMaxRows most recently used, and expired idempotency keys. Rows go in
 // batches, each its own statement, so a long backlog never blocks the service.
 //
@@ -94,6 +95,14 @@ func (db *DB) Prune(ctx context.Context, r Retention, wait bool) (Pruned, error)
 			func() error {
 				return batches(&out.Budgets, `DELETE FROM budgets WHERE (day, kind) IN (
 					SELECT day, kind FROM budgets WHERE day < current_date - $1::int LIMIT $2)`, r.LedgerDays)
+			},
+			func() error {
+				return batches(&out.Insights, `DELETE FROM activity_daily WHERE (day, event, detail) IN (
+					SELECT day, event, detail FROM activity_daily WHERE day < current_date - $1::int LIMIT $2)`, r.LedgerDays)
+			},
+			func() error {
+				return batches(&out.Insights, `DELETE FROM page_daily WHERE (day, url) IN (
+					SELECT day, url FROM page_daily WHERE day < current_date - $1::int LIMIT $2)`, r.LedgerDays)
 			})
 	}
 	if r.EmbeddingCacheDays > 0 {

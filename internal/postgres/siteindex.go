@@ -120,7 +120,7 @@ WITH q AS (
 	) parts
 ),
 vec AS (
-	SELECT id, row_number() OVER (ORDER BY dist) AS rank FROM (
+	SELECT id, dist, row_number() OVER (ORDER BY dist) AS rank FROM (
 		SELECT c.id, c.embedding::vector(%[1]d) <=> $2::vector(%[1]d) AS dist
 		FROM chunks c JOIN pages p ON p.id = c.page_id
 		WHERE $2::vector IS NOT NULL AND ($4 = '' OR p.lang = $4) AND p.path LIKE $5 || '%%'
@@ -136,12 +136,12 @@ fts AS (
 		LIMIT %[2]d) s
 ),
 fused AS (
-	SELECT id, sum(1.0 / (%[3]d + rank)) AS score, bool_or(leg = 'vector') AS by_vector FROM (
-		SELECT id, rank, 'vector' AS leg FROM vec UNION ALL SELECT id, rank, 'fulltext' FROM fts) u
+	SELECT id, sum(1.0 / (%[3]d + rank)) AS score, bool_or(leg = 'vector') AS by_vector, min(dist) AS dist FROM (
+		SELECT id, rank, 'vector' AS leg, dist FROM vec UNION ALL SELECT id, rank, 'fulltext', NULL FROM fts) u
 	GROUP BY id
 ),
 best AS (
-	SELECT DISTINCT ON (c.page_id) c.page_id, c.id, f.score, f.by_vector
+	SELECT DISTINCT ON (c.page_id) c.page_id, c.id, f.score, f.by_vector, f.dist
 	FROM fused f JOIN chunks c ON c.id = f.id
 	ORDER BY c.page_id, f.score DESC, c.ord
 )
@@ -154,7 +154,14 @@ SELECT p.title, p.url, c.anchor,
            CASE WHEN b.by_vector THEN 'vector' END,
            CASE WHEN numnode(q.fq) > 0 AND c.tsv @@ q.fq THEN 'fulltext' END,
            CASE WHEN numnode(q.sq) > 0 AND c.tsv @@ q.sq THEN 'synonym' END,
-           CASE WHEN numnode(q.cq) > 0 AND c.tsv @@ q.cq THEN 'corrected' END], NULL)
+           CASE WHEN numnode(q.cq) > 0 AND c.tsv @@ q.cq THEN 'corrected' END], NULL),
+       coalesce(b.dist, 2),
+       -- The share of the query's words (stop words of English and German aside) the chunk
+       -- holds, in any of the three parsings: how relevance is told without a model.
+       (SELECT coalesce(avg((c.tsv @@ t)::int), 0)::float8 FROM (
+           SELECT plainto_tsquery('sitetools_english', w) || plainto_tsquery('sitetools_german', w) || plainto_tsquery('sitetools_simple', w) AS t
+           FROM unnest(tsvector_to_array(to_tsvector('simple', $1))) w
+           WHERE numnode(plainto_tsquery('sitetools_english', w)) > 0 AND numnode(plainto_tsquery('sitetools_german', w)) > 0) words)
 FROM best b JOIN chunks c ON c.id = b.id JOIN pages p ON p.id = b.page_id, q
 ORDER BY b.score DESC, p.url
 LIMIT $3`
@@ -180,7 +187,7 @@ func (s *SiteIndex) Search(ctx context.Context, q sitesearch.Query) ([]sitesearc
 	}
 	hits, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (sitesearch.Hit, error) {
 		var h sitesearch.Hit
-		err := r.Scan(&h.Title, &h.URL, &h.Anchor, &h.Snippet, &h.Score, &h.Matched)
+		err := r.Scan(&h.Title, &h.URL, &h.Anchor, &h.Snippet, &h.Score, &h.Matched, &h.Distance, &h.Coverage)
 		return h, err
 	})
 	return hits, Wrap("postgres.SiteIndex.Search", err)

@@ -124,6 +124,13 @@ type Hit struct {
 	// Matched says why the page ranked: "vector" (semantic neighbour), "fulltext" (the
 	// query's own words), "synonym" (a synonym of them), "corrected" (a corrected word).
 	Matched []string `json:"matched"`
+	// Distance is the cosine distance of the page's best chunk to the query's vector: 0
+	// is the same direction, 2 the opposite, and 2 also for a page the vector half did
+	// not find. Not part of the result.
+	Distance float64 `json:"-"`
+	// Coverage is the share of the query's words (stop words aside) the page's best chunk
+	// holds, from 0 to 1. Not part of the result.
+	Coverage float64 `json:"-"`
 }
 
 // Query is what Search looks for.

@@ -1,0 +1,234 @@
+package insights
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sitetools/sitetools/internal/postgres/pgerr"
+)
+
+// NeverCitedDays is the window of "pages never cited".
+const NeverCitedDays = 30
+
+// Report is what the owner reads: `sitetools report`, GET /admin/report.
+type Report struct {
+	Days int    `json:"days"`
+	From string `json:"from"` // first day, UTC
+	To   string `json:"to"`   // last day (today), UTC
+
+	Answers   AnswerCounts   `json:"answers"`
+	Feedback  []FeedbackRow  `json:"feedback"` // one row per answer kind
+	Searches  SearchCounts   `json:"searches"`
+	Handovers HandoverCounts `json:"handovers"`
+	// TopPages are the pages cited most often in answers, then most often a search's top
+	// result; at most 10.
+	TopPages []PageRow `json:"topPages"`
+	// NeverCited are the indexed pages no answer cited in the last 30 days.
+	NeverCited PageList `json:"neverCited"`
+	Daily      []DayRow `json:"daily"` // newest first, days with any count
+}
+
+// AnswerCounts are the chat's answers by kind, and why answers fell back to search
+// results (reason → count; a retrieval answer's reason is llm_not_configured).
+type AnswerCounts struct {
+	Total    int64            `json:"total"`
+	ByKind   map[string]int64 `json:"byKind"`
+	Fallback map[string]int64 `json:"fallbackReasons"`
+}
+
+// FeedbackRow is the ratings of one answer kind.
+type FeedbackRow struct {
+	Kind    string           `json:"kind"`
+	Answers int64            `json:"answers"`
+	Up      int64            `json:"up"`
+	Down    int64            `json:"down"`
+	Reasons map[string]int64 `json:"reasons"` // of the thumbs-down: Reasons and "none"
+}
+
+// SearchCounts are searches, and those that found nothing relevant, in all and by channel.
+type SearchCounts struct {
+	Total     int64                    `json:"total"`
+	NoResult  int64                    `json:"noResult"`
+	ByChannel map[string]ChannelCounts `json:"byChannel"`
+}
+
+// ChannelCounts are the searches of one channel.
+type ChannelCounts struct {
+	Total    int64 `json:"total"`
+	NoResult int64 `json:"noResult"`
+}
+
+// HandoverCounts are hand-overs to a person.
+type HandoverCounts struct {
+	Offered int64 `json:"offered"` // answers that pointed to the contact page
+	Called  int64 `json:"called"`  // contact forms a visitor's assistant filled in
+}
+
+// PageRow is one page's coverage.
+type PageRow struct {
+	URL   string `json:"url"`
+	Title string `json:"title"` // "" for a page no longer in the index
+	Cited int64  `json:"cited"`
+	Top   int64  `json:"topResult"`
+}
+
+// PageList is a count of pages and the first of them.
+type PageList struct {
+	Count   int       `json:"count"`
+	Indexed int       `json:"indexed"` // pages in the index
+	Pages   []PageRef `json:"pages"`   // at most 100, by url
+}
+
+// PageRef is a page of the index.
+type PageRef struct {
+	URL   string `json:"url"`
+	Title string `json:"title"`
+}
+
+// DayRow is one day's counts.
+type DayRow struct {
+	Day              string `json:"day"`
+	Answers          int64  `json:"answers"`
+	Up               int64  `json:"up"`
+	Down             int64  `json:"down"`
+	Searches         int64  `json:"searches"`
+	NoResult         int64  `json:"noResult"`
+	HandoversOffered int64  `json:"handoversOffered"`
+	HandoversCalled  int64  `json:"handoversCalled"`
+}
+
+// Read returns the report of the last days days (UTC, today included).
+func Read(ctx context.Context, pool *pgxpool.Pool, days int) (*Report, error) {
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	from := today.AddDate(0, 0, 1-days)
+	r := &Report{Days: days, From: from.Format(time.DateOnly), To: today.Format(time.DateOnly),
+		Answers:  AnswerCounts{ByKind: map[string]int64{}, Fallback: map[string]int64{}},
+		Searches: SearchCounts{ByChannel: map[string]ChannelCounts{}},
+		TopPages: []PageRow{}, Daily: []DayRow{}, NeverCited: PageList{Pages: []PageRef{}}}
+	feedback := map[string]*FeedbackRow{}
+	for _, k := range Kinds {
+		feedback[k] = &FeedbackRow{Kind: k, Reasons: map[string]int64{}}
+	}
+	rows, err := pool.Query(ctx, `SELECT to_char(day, 'YYYY-MM-DD'), event, detail, n FROM activity_daily
+		WHERE day >= $1 ORDER BY day DESC`, from)
+	if err != nil {
+		return nil, pgerr.Wrap("insights.Read", err)
+	}
+	var day DayRow
+	for rows.Next() {
+		var d, event, detail string
+		var n int64
+		if err := rows.Scan(&d, &event, &detail, &n); err != nil {
+			rows.Close()
+			return nil, pgerr.Wrap("insights.Read", err)
+		}
+		if d != day.Day {
+			if day.Day != "" {
+				r.Daily = append(r.Daily, day)
+			}
+			day = DayRow{Day: d}
+		}
+		r.count(&day, feedback, event, detail, n)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, pgerr.Wrap("insights.Read", err)
+	}
+	if day.Day != "" {
+		r.Daily = append(r.Daily, day)
+	}
+	for _, k := range Kinds {
+		feedback[k].Answers = r.Answers.ByKind[k]
+		r.Feedback = append(r.Feedback, *feedback[k])
+	}
+	if err := r.readPages(ctx, pool, from); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// count adds one row of activity_daily to the report and to its day.
+func (r *Report) count(day *DayRow, feedback map[string]*FeedbackRow, event, detail string, n int64) {
+	parts := strings.Split(detail, "/")
+	switch event {
+	case EventSearch, EventSearchNoResult:
+		c := r.Searches.ByChannel[detail]
+		if event == EventSearch {
+			r.Searches.Total, c.Total, day.Searches = r.Searches.Total+n, c.Total+n, day.Searches+n
+		} else {
+			r.Searches.NoResult, c.NoResult, day.NoResult = r.Searches.NoResult+n, c.NoResult+n, day.NoResult+n
+		}
+		r.Searches.ByChannel[detail] = c
+	case EventAnswer:
+		r.Answers.Total += n
+		day.Answers += n
+		r.Answers.ByKind[parts[0]] += n
+		if len(parts) == 2 && parts[0] != KindModel {
+			r.Answers.Fallback[parts[1]] += n
+		}
+	case EventFeedback:
+		f := feedback[parts[0]]
+		if f == nil || len(parts) != 3 {
+			return
+		}
+		if parts[1] == "up" {
+			f.Up, day.Up = f.Up+n, day.Up+n
+		} else {
+			f.Down, day.Down = f.Down+n, day.Down+n
+			f.Reasons[parts[2]] += n
+		}
+	case EventHandoverOffered:
+		r.Handovers.Offered += n
+		day.HandoversOffered += n
+	case EventHandoverCalled:
+		r.Handovers.Called += n
+		day.HandoversCalled += n
+	}
+}
+
+// readPages reads the most cited pages of the report's days and the pages of the index
+// no answer cited in the last NeverCitedDays days.
+func (r *Report) readPages(ctx context.Context, pool *pgxpool.Pool, from time.Time) error {
+	rows, err := pool.Query(ctx, `
+		SELECT d.url, coalesce(p.title, ''), d.cited, d.top FROM (
+			SELECT url, sum(cited)::bigint AS cited, sum(top)::bigint AS top FROM page_daily
+			WHERE day >= $1 GROUP BY url) d
+		LEFT JOIN pages p ON p.url = d.url
+		ORDER BY d.cited DESC, d.top DESC, d.url LIMIT 10`, from)
+	if err != nil {
+		return pgerr.Wrap("insights.Read", err)
+	}
+	top, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (PageRow, error) {
+		var p PageRow
+		return p, row.Scan(&p.URL, &p.Title, &p.Cited, &p.Top)
+	})
+	if err != nil {
+		return pgerr.Wrap("insights.Read", err)
+	}
+	r.TopPages = append(r.TopPages, top...)
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pages`).Scan(&r.NeverCited.Indexed); err != nil {
+		return pgerr.Wrap("insights.Read", err)
+	}
+	rows, err = pool.Query(ctx, `
+		SELECT p.url, p.title, count(*) OVER () FROM pages p
+		WHERE NOT EXISTS (SELECT 1 FROM page_daily d
+			WHERE d.url = p.url AND d.cited > 0 AND d.day > (now() AT TIME ZONE 'UTC')::date - $1::int)
+		ORDER BY p.url LIMIT 100`, NeverCitedDays)
+	if err != nil {
+		return pgerr.Wrap("insights.Read", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p PageRef
+		var total int
+		if err := rows.Scan(&p.URL, &p.Title, &total); err != nil {
+			return pgerr.Wrap("insights.Read", err)
+		}
+		r.NeverCited.Pages, r.NeverCited.Count = append(r.NeverCited.Pages, p), total
+	}
+	return pgerr.Wrap("insights.Read", rows.Err())
+}
