@@ -121,4 +121,3 @@ func mdLink(url, title string) string {
 	r := strings.NewReplacer("|", `\|`, "[", `\[`, "]", `\]`)
 	return "[" + r.Replace(title) + "](" + strings.ReplaceAll(url, " ", "%20") + ")"
 }
-

@@ -61,7 +61,7 @@ const DefaultFlushEvery = time.Second
 
 // Options configure a Recorder.
 type Options struct {
-	Logger     *slog.Logger         // nil discards
+	Logger     *slog.Logger          // nil discards
 	Registerer prometheus.Registerer // nil: no metrics
 	FlushEvery time.Duration         // 0: DefaultFlushEvery
 	Now        func() time.Time      // nil: time.Now
