@@ -222,7 +222,11 @@ test('prefill_contact_form fills only empty fields and submits nothing', async (
   const made = await checkPrefill(run, page);
   assert.equal((await page.textContent('#sitetools-contact-form-status')).trim(), '');
   assert.equal(new URL(page.url()).pathname, '/contact');
-  assert.deepEqual(made, [], 'the prefill made requests');
+  // One request: the count-only notice of the hand-over, nothing of what was filled in.
+  const handover = (r) => r.method === 'POST' && r.url === `${site}/api/handover`;
+  await until('the hand-over count', () => seen.requests.some(handover));
+  assert.deepEqual(seen.requests.filter(handover).map((r) => r.body), ['{"tool":"prefill_contact_form"}']);
+  assert.deepEqual(made.filter((r) => !handover(r)), [], 'the prefill made requests');
 });
 
 const SAVED = [
@@ -459,16 +463,33 @@ test("the privacy policy's claims hold on the running demo", async () => {
   assert.equal((await answered).status(), 200);
   await until('the chat to be idle', () => page.evaluate(() => !document.querySelector('sitetools-chat').shadowRoot.querySelector('#sitetools-chat-log[aria-busy]')));
 
-  // Browser-local tools send nothing to the server: no request of the tab, no log line.
+  // Browser-local tools send the server nothing but one count: resume_conversation makes
+  // no request at all, prefill_contact_form one POST /api/handover that names the tool and
+  // holds nothing of its arguments; no tool call in the log.
   const quietFrom = { lines: logs.serve.length, requests: seen.requests.length };
+  const ofSite = (from) => seen.requests.slice(from).filter((r) => r.url.startsWith(site));
   assert.equal((await run.callTool('resume_conversation', {})).isError, false);
+  assert.deepEqual(ofSite(quietFrom.requests), [], 'resume_conversation made a request');
   // (it fills only empty fields: an earlier test may have filled them all)
   const prefill = await run.callTool('prefill_contact_form', { name: marker, message: `${marker} says hello` });
   assert.equal(prefill.isError, false, resultText(prefill));
-  const local = seen.requests.slice(quietFrom.requests).filter((r) => r.url.startsWith(site));
+  const isHandover = (r) => r.method === 'POST' && r.url === `${site}/api/handover`;
+  await until('the hand-over count', () => ofSite(quietFrom.requests).some(isHandover));
+  await until('the hand-over in the log', () => requestLines(logs.serve.slice(quietFrom.lines)).some((l) => l.route === '/api/handover'));
+  const local = ofSite(quietFrom.requests);
+  assert.deepEqual(
+    local.filter(isHandover).map((r) => r.body),
+    ['{"tool":"prefill_contact_form"}'],
+    'one count-only hand-over',
+  );
   // (prefill_contact_form may open the contact page: a page request without the arguments)
-  for (const r of local) assert.deepEqual([r.method, new URL(r.url).search, r.body], ['GET', '', ''], JSON.stringify(r));
-  for (const l of requestLines(logs.serve.slice(quietFrom.lines))) assert.notEqual(l.route, '/api/chat/tools', JSON.stringify(l));
+  for (const r of local.filter((x) => !isHandover(x))) assert.deepEqual([r.method, new URL(r.url).search, r.body], ['GET', '', ''], JSON.stringify(r));
+  const served = requestLines(logs.serve.slice(quietFrom.lines));
+  for (const l of served) assert.notEqual(l.route, '/api/chat/tools', JSON.stringify(l));
+  assert.deepEqual(
+    served.filter((l) => l.route === '/api/handover').map((l) => [l.method, l.status]),
+    [['POST', 204]],
+  );
 
   // No cookies: none in the browser, none set by any page, tool call or chat answer.
   assert.deepEqual(await page.context().cookies(), []);
