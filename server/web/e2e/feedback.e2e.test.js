@@ -3,8 +3,9 @@
 // Chromium under the pages' CSP. A visitor rates answers with the keyboard alone: a thumb
 // up is sent at once, a thumb down with the reason they pick, or without one when they
 // ask on, or leave the page, before picking; one request per answer, 204 each, counted in
-// the admin report; the ratings survive a reload. axe-core finds nothing serious with the
-// controls and the reasons open, in English and German, at 1280 and 390 px.
+// the admin report; the ratings survive a reload; one that did not arrive can be given
+// again. axe-core finds nothing serious with the controls and the reasons open, in English
+// and German, at 1280 and 390 px.
 // E2E_SCREENSHOTS=dir keeps the screenshots there (default: server/web/e2e, not committed).
 //
 //   cd server/web && TEST_DATABASE_URL=… SITETOOLS_BIN=…/bin/sitetools node --test e2e/feedback.e2e.test.js
@@ -378,4 +379,41 @@ test('axe-core finds no serious or critical violation with the feedback controls
     }
   }
   for (const file of shots) t.diagnostic(`screenshot: ${file}`);
+});
+
+test('a rating that did not arrive breaks nothing: the visitor is told quietly and can rate again', async () => {
+  const ctx = await run.browser.newContext({ viewport: DESKTOP });
+  try {
+    const tab = await ctx.newPage();
+    const errors = [];
+    tab.on('pageerror', (e) => errors.push(String(e)));
+    await openChat(tab, `${site}/`);
+    const a = await ask(tab, 'Do you review cloud costs?');
+    // The network fails once.
+    let aborted = 0;
+    await tab.route(`${site}/api/feedback`, (route) => {
+      aborted++;
+      return route.abort('internetdisconnected');
+    });
+    const thumb = tab.locator('.feedback').last().locator('[data-fb="up"]');
+    await thumb.click();
+    await until('the quiet note', async () => (await controls(tab, a.answerId)).note === 'Not sent; try again in a moment.');
+    const c = await controls(tab, a.answerId);
+    assert.deepEqual([c.up.pressed, c.up.disabled, c.down.disabled], ['false', false, false]);
+    assert.equal((await transcript(tab)).messages.at(-1).rating, undefined);
+    assert.equal(await tab.locator('.msg-error').count(), 0);
+    assert.equal(aborted, 1);
+    // Back online: the same click is sent, once.
+    await tab.unroute(`${site}/api/feedback`);
+    const res = feedbackResponse(tab);
+    await thumb.click();
+    assert.equal((await res).status(), 204);
+    await until('thanks', async () => (await controls(tab, a.answerId)).note === 'Thanks for your feedback.');
+    assert.equal((await transcript(tab)).messages.at(-1).rating, 'up');
+    // The chat goes on.
+    await ask(tab, 'Who leads accessibility audits?');
+    assert.deepEqual(errors, []);
+  } finally {
+    await ctx.close();
+  }
 });
