@@ -183,8 +183,10 @@ func overCountingChatModel(t *testing.T) {
 
 // chatDone is the message.done event of a chat turn.
 type chatDone struct {
-	Mode   string `json:"mode"`
-	Reason string `json:"reason"`
+	Mode     string `json:"mode"`
+	Reason   string `json:"reason"`
+	Kind     string `json:"kind"`
+	AnswerID string `json:"answerId"`
 	Usage  struct {
 		TotalTokens   int `json:"totalTokens"`
 		ProviderCalls int `json:"providerCalls"`

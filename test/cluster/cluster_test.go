@@ -28,6 +28,7 @@ type cluster struct {
 	dbURL    string
 	provider *llmtest.Server
 	addr     string // nginx's
+	nginx    *process
 	replicas []*replica
 }
 
@@ -96,7 +97,7 @@ func startClusterWith(t *testing.T, n int, vars map[string]string, hooks cluster
 		c.waitReady(i)
 	}
 	c.addr = addrs[2*n]
-	startNginx(t, upstreams, c.addr)
+	c.nginx = startNginx(t, upstreams, c.addr)
 	return c
 }
 

@@ -37,7 +37,7 @@ func readFile(t *testing.T, path string) string {
 
 // startNginx runs nginx with nginxConf in front of upstreams, listening on listen, and
 // returns once it passes /healthz on to a replica.
-func startNginx(t *testing.T, upstreams []string, listen string) {
+func startNginx(t *testing.T, upstreams []string, listen string) *process {
 	t.Helper()
 	dir := t.TempDir()
 	// Workers may run as another user (nobody, when started as root).
@@ -65,7 +65,7 @@ func startNginx(t *testing.T, upstreams []string, listen string) {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return p
 			}
 		}
 		if time.Now().After(deadline) {
