@@ -187,7 +187,7 @@ type chatDone struct {
 	Reason   string `json:"reason"`
 	Kind     string `json:"kind"`
 	AnswerID string `json:"answerId"`
-	Usage  struct {
+	Usage    struct {
 		TotalTokens   int `json:"totalTokens"`
 		ProviderCalls int `json:"providerCalls"`
 	} `json:"usage"`

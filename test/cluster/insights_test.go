@@ -88,9 +88,9 @@ func TestInsightsKeepNoText(t *testing.T) {
 		{"/api/feedback", feedback(ids[0], "down", "outdated"), 204, nil},
 		{"/api/feedback", feedback(ids[0], "down", "outdated"), 204, nil}, // replayed: counts again, nothing more
 		{"/api/feedback", feedback(ids[1], "up", ""), 204, []string{"User-Agent", marker(), "Referer", "https://example.com/?q=" + marker()}},
-		{"/api/feedback", feedback(ids[1]+marker(), "up", ""), 404, nil},                   // forged
-		{"/api/feedback", feedback(marker()+"."+marker(), "down", "wrong"), 404, nil},      // forged
-		{"/api/feedback", feedback(ids[1], "down", marker()), 400, nil},                    // a reason of its own
+		{"/api/feedback", feedback(ids[1]+marker(), "up", ""), 404, nil},              // forged
+		{"/api/feedback", feedback(marker()+"."+marker(), "down", "wrong"), 404, nil}, // forged
+		{"/api/feedback", feedback(ids[1], "down", marker()), 400, nil},               // a reason of its own
 		{"/api/feedback", `{"answerId":"` + ids[1] + `","kind":"model","rating":"down","comment":"` + marker() + `"}`, 400, nil},
 		{"/api/feedback", `{"answerId":"` + ids[1] + `","kind":"` + marker() + `","rating":"up"}`, 400, nil},
 		{"/api/handover", `{"tool":"prefill_contact_form"}`, 204, nil},
