@@ -2,12 +2,17 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sitetools/sitetools/internal/app"
 	"github.com/sitetools/sitetools/internal/insights"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
@@ -121,5 +126,73 @@ func TestAnswerIDs(t *testing.T) {
 	now = now.Add(48 * time.Hour)
 	if _, err := ids.Check(ctx, a); err != insights.ErrUnknownAnswer {
 		t.Errorf("9 days later: %v, want ErrUnknownAnswer", err)
+	}
+}
+
+// TestFeedbackCountsOnly: a rating counts once per request, per day, kind, rating and
+// reason; a replayed id counts again (within the rate limit) and a forged or altered one
+// not at all. The tables hold counts and words of their vocabulary only: nothing of the
+// id, and nothing of the free text a hostile client sends beside it.
+func TestFeedbackCountsOnly(t *testing.T) {
+	db := pgtest.NewDB(t)
+	cfg := testConfig(t, "postgres://unused", map[string]string{"ADMIN_TOKEN": "admin-token-0123456789", "ADMIN_LISTEN_ADDR": "127.0.0.1:0"})
+	a, err := app.Wire(cfg, app.Parts{DB: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	id, err := insights.NewAnswerIDs(db.Pool, nil).Issue(ctx, insights.KindDegraded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(body string) int {
+		req := httptest.NewRequest(http.MethodPost, "/api/feedback", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		a.Handler().ServeHTTP(rec, req)
+		return rec.Code
+	}
+	down := `{"answerId":"` + id + `","kind":"degraded","rating":"down","reason":"wrong"}`
+	for i, s := range []struct {
+		body string
+		want int
+	}{
+		{down, 204}, {down, 204}, {down, 204}, // replayed
+		{`{"answerId":"` + id + `","kind":"degraded","rating":"up"}`, 204},
+		{`{"answerId":"` + id[:len(id)-2] + `xx","kind":"degraded","rating":"down","reason":"wrong"}`, 404},
+		{`{"answerId":"` + strings.Replace(id, ".d.", ".m.", 1) + `","kind":"model","rating":"up"}`, 404},
+		{`{"answerId":"` + id + `","kind":"model","rating":"up"}`, 400},
+		{`{"answerId":"` + id + `","kind":"degraded","rating":"down","reason":"wrong","text":"free text"}`, 400},
+		{`{"answerId":"` + id + `","kind":"degraded","rating":"down","reason":"free text"}`, 400},
+	} {
+		if got := send(s.body); got != s.want {
+			t.Fatalf("request %d %s: %d, want %d", i, s.body, got, s.want)
+		}
+	}
+	req := httptest.NewRequest(http.MethodGet, "/admin/report?days=1", nil)
+	req.Header.Set("Authorization", "Bearer admin-token-0123456789")
+	rec := httptest.NewRecorder()
+	a.AdminHandler().ServeHTTP(rec, req) // writes the counts first
+	if rec.Code != 200 {
+		t.Fatalf("report: %d %s", rec.Code, rec.Body)
+	}
+	rows, err := db.Pool.Query(ctx, `SELECT event || ' ' || detail || ' ' || n FROM activity_daily ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"feedback degraded/down/wrong 3", "feedback degraded/up/none 1"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("activity_daily %q, want %q", got, want)
+	}
+	var report insights.Report
+	if err := json.Unmarshal(rec.Body.Bytes(), &report); err != nil {
+		t.Fatal(err)
+	}
+	if f := report.Feedback[2]; f.Kind != "degraded" || f.Up != 1 || f.Down != 3 || f.Reasons["wrong"] != 3 {
+		t.Fatalf("report's feedback %+v", report.Feedback)
 	}
 }

@@ -295,8 +295,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.feedback, m.searches, m.handovers)
+		// Every series exists from the start at 0, so that a rate counts the first rating.
 		m.handovers.WithLabelValues("offered")
 		m.handovers.WithLabelValues("called")
+		for _, kind := range Kinds {
+			m.feedback.WithLabelValues(kind, "up", ReasonNone)
+			for _, reason := range append([]string{ReasonNone}, Reasons...) {
+				m.feedback.WithLabelValues(kind, "down", reason)
+			}
+		}
 	}
 	return m
 }

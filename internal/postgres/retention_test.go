@@ -44,13 +44,18 @@ func TestPrune(t *testing.T) {
 		('t', '\x01', '\x00', 'done', now() - interval '1 minute'),
 		('t', '\x02', '\x00', 'done', now() + interval '1 hour'),
 		('t', '\x03', '\x00', 'pending', now() + interval '1 hour')`)
+	// Insight counts: as the ledger, past 400 days they go.
+	exec(`INSERT INTO activity_daily (day, event, detail, n) VALUES
+		(current_date - 401, 'search', 'chat', 5), (current_date - 399, 'search', 'mcp', 3), (current_date, 'feedback', 'model/up/none', 1)`)
+	exec(`INSERT INTO page_daily (day, url, cited, top) VALUES
+		(current_date - 401, 'https://example.com/old', 1, 0), (current_date, 'https://example.com/now', 2, 1)`)
 
 	r := postgres.Retention{LedgerDays: 400, EmbeddingCacheDays: 30, EmbeddingCacheMaxRows: 3}
 	got, err := db.Prune(ctx, r, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (postgres.Pruned{Ledger: 12000, Budgets: 2, EmbeddingCache: 2, Idempotency: 1}); got != want {
+	if want := (postgres.Pruned{Ledger: 12000, Budgets: 2, EmbeddingCache: 2, Idempotency: 1, Insights: 2}); got != want {
 		t.Errorf("Prune = %+v; want %+v", got, want)
 	}
 	rows := func(sql string) []string {
@@ -74,6 +79,8 @@ func TestPrune(t *testing.T) {
 		`SELECT (current_date - day)::text || ' ' || kind FROM budgets ORDER BY day, kind`: {"399 embedding", "0 embedding"},
 		`SELECT encode(key, 'hex') FROM embedding_cache ORDER BY key`:                      {"03", "04", "05"},
 		`SELECT encode(key_hash, 'hex') FROM idempotency_keys ORDER BY key_hash`:           {"02", "03"},
+		`SELECT event || ' ' || detail FROM activity_daily ORDER BY day`:                   {"search mcp", "feedback model/up/none"},
+		`SELECT url FROM page_daily`:                                                       {"https://example.com/now"},
 	} {
 		if got := rows(sql); !slices.Equal(got, want) {
 			t.Errorf("%s: %q; want %q", sql, got, want)
