@@ -341,7 +341,7 @@ test('axe-core finds no serious or critical violation with the feedback controls
         const tab = await ctx.newPage();
         await openChat(tab, url);
         const rated = await ask(tab, question);
-        const open = await ask(tab, lang === 'de' ? 'Wer gehört zum Team?' : 'Who is on the team?');
+        const open = await ask(tab, lang === 'de' ? 'Wie erreiche ich Sie am besten?' : 'Who is on the team?');
         await tab.locator('.feedback').nth(0).locator('[data-fb="up"]').click();
         await until('the first answer rated', async () => (await controls(tab, rated.answerId))?.up.disabled);
         await tab.locator('.feedback').nth(1).locator('[data-fb="down"]').click();
