@@ -125,7 +125,7 @@ func newSearch(ctx context.Context, cfg config.Config, db *postgres.DB, p search
 	s.Tools, err = sitesearch.Tools(sitesearch.Options{
 		Index: index, Embedder: s.Embedder, Synonyms: synonyms,
 		MaxQueryChars: cfg.Search.MaxQueryChars, MaxQueryTokens: cfg.Search.MaxQueryTokens,
-		LexicalEmbedder: cfg.Embeddings.Provider == "local",
+		LexicalEmbedder: cfg.Embeddings.Provider == "local", RelevantDistance: cfg.Search.RelevantDistance,
 	})
 	return s, err
 }

@@ -137,6 +137,10 @@ type Search struct {
 	MaxQueryChars  int
 	MaxQueryTokens int
 	SynonymsFile   string // SEARCH_SYNONYMS_FILE; "" none
+	// RelevantDistance is the semantic side of the relevance floor the owner's report
+	// counts searches that found nothing by (SEARCH_RELEVANT_DISTANCE, a cosine distance
+	// from 0 to 2; 0: words and synonyms alone).
+	RelevantDistance float64
 }
 
 // Retention says how long the rows that grow with use are kept; a zero field keeps them.
@@ -217,6 +221,9 @@ func Load(getenv func(string) string, areas ...Area) (Config, error) {
 				MaxQueryChars:  l.integer("SEARCH_MAX_QUERY_CHARS", 300, 10, 10000),
 				MaxQueryTokens: l.integer("SEARCH_MAX_QUERY_TOKENS", 96, 4, 8192),
 				SynonymsFile:   l.str("SEARCH_SYNONYMS_FILE", ""),
+			}
+			if c.Search.RelevantDistance = l.float("SEARCH_RELEVANT_DISTANCE", 0); c.Search.RelevantDistance > 2 {
+				l.fail("SEARCH_RELEVANT_DISTANCE", "must be a cosine distance from 0 to 2")
 			}
 		case AreaChat:
 			c.Chat.load(l)

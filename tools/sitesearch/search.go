@@ -43,8 +43,9 @@ type Options struct {
 
 // RelevantCoverage is the word side of the relevance floor: a result whose best chunk
 // holds at least this share of the query's words (stop words aside) is relevant. On the
-// demo's 135 visitor questions and 12 off-topic ones, with the local embedder, half the
-// words (or a synonym) counts 102 of the questions as found and 2 of the off-topic ones.
+// demo's 135 visitor questions and 12 off-topic searches, with the local embedder, half
+// the words (or a synonym) counts 102 of the questions as found and 2 of the off-topic
+// ones (TestRelevanceFloor).
 const RelevantCoverage = 0.5
 
 // Outcome is what one search found, for counting without its query: the page of its first
