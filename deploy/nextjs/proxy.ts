@@ -56,9 +56,10 @@ async function isPage(pathname: string): Promise<boolean> {
 export const config = {
   matcher: [
     {
-      // Pages only: not the sitetools routes (app/api/chat, app/mcp, app/webmcp), Next's
+      // Pages only: not the sitetools routes (app/api/chat, app/api/feedback,
+      // app/api/handover, app/mcp, app/webmcp), Next's
       // static files and images, or file names (favicon.ico, public/…).
-      source: "/((?!api/chat(?:/|$)|mcp$|webmcp/[^/]+$|_next/static/|_next/image|.*\\.[^/]*$).*)",
+      source: "/((?!api/chat(?:/|$)|api/feedback$|api/handover$|mcp$|webmcp/[^/]+$|_next/static/|_next/image|.*\\.[^/]*$).*)",
       // Prefetches are not documents and need no policy.
       missing: [
         { type: "header", key: "next-router-prefetch" },

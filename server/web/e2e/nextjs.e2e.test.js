@@ -27,6 +27,7 @@ import {
   mcpShape,
   median,
   repo,
+  requestLines,
   resultText,
   startFakeLLM,
   until,
@@ -269,6 +270,17 @@ test('consent, then a question: the answer streams through the proxy, first word
   assert.equal(await page.getAttribute('#sitetools-chat-log .msg-assistant a', 'href'), `${origin}/pricing`);
 });
 
+test('a rating of the answer reaches sitetools through the frontend’s route', async () => {
+  const before = seen.requests.length;
+  await page.locator('.feedback').last().locator('[data-fb="up"]').click();
+  const rated = (r) => r.method === 'POST' && r.url === `${origin}/api/feedback`;
+  await until('the rating', () => seen.requests.slice(before).some(rated));
+  const body = JSON.parse(seen.requests.slice(before).find(rated).body);
+  assert.deepEqual(Object.keys(body).sort(), ['answerId', 'kind', 'rating']);
+  assert.deepEqual([body.kind, body.rating], ['model', 'up']);
+  await until('the rating counted (204 in the log)', () => requestLines(logs.serve).some((l) => l.route === '/api/feedback' && l.status === 204));
+});
+
 test('time to the first delta: through the Next.js proxy against direct (median of 20)', async (t) => {
   const slow = llm.gap;
   llm.gap = 10; // a fast model: what is left is the proxy's own time
@@ -350,11 +362,17 @@ test('a link in an answer goes through the router too', async () => {
 });
 
 test('prefill_contact_form fills the Next.js contact form and overwrites nothing', async () => {
+  const before = seen.requests.length;
   const made = await checkPrefill(run, page);
+  // One count-only notice of the hand-over, through the frontend's route to sitetools (204).
+  const handover = (r) => r.method === 'POST' && r.url === `${origin}/api/handover`;
+  await until('the hand-over count', () => seen.requests.slice(before).some(handover));
+  assert.deepEqual(seen.requests.slice(before).filter(handover).map((r) => r.body), ['{"tool":"prefill_contact_form"}']);
+  await until('the hand-over in the log', () => requestLines(logs.serve).some((l) => l.route === '/api/handover' && l.status === 204));
   // Next's router prefetches the pages its links point to (?_rsc=…) whenever they come
-  // into view; apart from those, the prefill made no request at all.
+  // into view; apart from those, the prefill made no other request.
   assert.deepEqual(
-    made.filter((r) => !new URL(r.url).searchParams.has('_rsc')),
+    made.filter((r) => !new URL(r.url).searchParams.has('_rsc') && !handover(r)),
     [],
     'the prefill made requests',
   );
