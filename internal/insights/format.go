@@ -15,7 +15,11 @@ var reasonLabels = map[string]string{"wrong": "wrong", "outdated": "out of date"
 // WriteText writes r for a terminal.
 func (r *Report) WriteText(w io.Writer) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	p("sitetools report: the last %d days (%s to %s, UTC)\n\n", r.Days, r.From, r.To)
+	if r.Days == 1 {
+		p("sitetools report: today (%s, UTC)\n\n", r.To)
+	} else {
+		p("sitetools report: the last %d days (%s to %s, UTC)\n\n", r.Days, r.From, r.To)
+	}
 	p("Answers     %d  (%s)\n", r.Answers.Total, kindCounts(r.Answers.ByKind))
 	if len(r.Answers.Fallback) > 0 {
 		p("  fell back to search results: %s\n", joinCounts(r.Answers.Fallback, nil))
