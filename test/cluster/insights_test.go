@@ -27,19 +27,12 @@ import (
 // Markdown).
 func TestInsightsKeepNoText(t *testing.T) {
 	t.Parallel()
-	var markers []string
-	marker := func() string {
-		b := make([]byte, 6)
-		_, _ = rand.Read(b)
-		m := "qzmark" + hex.EncodeToString(b)
-		markers = append(markers, m)
-		return m
-	}
-	question, answer, toolQuery := marker(), marker(), marker()
+	m := &markers{}
+	question, answer, toolQuery := m.next(), m.next(), m.next()
 	model := llmtest.NewChatServer(t)
 	model.SetFallback(func(_ int, req llmtest.ChatRequest) llmtest.ChatReply {
-		for _, m := range req.Messages {
-			if m.Role == "tool" {
+		for _, msg := range req.Messages {
+			if msg.Role == "tool" {
 				// The model quotes the visitor, as models do, and points to the contact page.
 				return llmtest.Say(fmt.Sprintf("About %s: %s. See https://example.com/pricing/ or write to us via https://example.com/contact.", question, answer))
 			}
@@ -59,25 +52,68 @@ func TestInsightsKeepNoText(t *testing.T) {
 		}
 		ids = append(ids, done.AnswerID)
 	}
-	post := func(path, body string, header ...string) int {
-		req, _ := http.NewRequest(http.MethodPost, c.URL()+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		for i := 0; i+1 < len(header); i += 2 {
-			req.Header.Set(header[i], header[i+1])
-		}
-		resp, err := httpClient.Do(req)
-		if err != nil {
+	sendFeedback(t, c, m, ids)
+	// Searches on the other channels: one that finds its page, one that finds nothing.
+	for _, q := range []string{"accessibility audit " + m.next(), m.next() + " " + m.next()} {
+		if _, err := searchVia(c.URL(), q); err != nil {
 			t.Fatal(err)
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	feedback := func(id, rating, reason string) string {
-		b, _ := json.Marshal(map[string]string{"answerId": id, "kind": "model", "rating": rating, "reason": reason})
-		if reason == "" {
-			b, _ = json.Marshal(map[string]string{"answerId": id, "kind": "model", "rating": rating})
+		if err := mcpSearch(c.URL(), q); err != nil {
+			t.Fatal(err)
 		}
+	}
+	if err := get(c.URL(), "/api/chat/tools?query="+m.next()); err != nil {
+		t.Fatal(err)
+	}
+
+	// The report, read on each replica (each writes its own counts first).
+	var reports []string
+	for i := range 2 {
+		reports = append(reports, adminGet(t, c.Admin(i), "/admin/report?days=1"))
+	}
+	checkReport(t, reports[1])
+	m.noneIn(t, placesToLook(t, c, reports))
+}
+
+// markers are unique words no text of the service holds by chance.
+type markers struct{ all []string }
+
+func (m *markers) next() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	s := "qzmark" + hex.EncodeToString(b)
+	m.all = append(m.all, s)
+	return s
+}
+
+// noneIn fails for every marker in one of places (name → text).
+func (m *markers) noneIn(t *testing.T, places map[string]string) {
+	t.Helper()
+	for place, text := range places {
+		if len(text) < 100 {
+			t.Errorf("%s is %d bytes: nothing to look in", place, len(text))
+		}
+		for _, mk := range m.all {
+			if strings.Contains(strings.ToLower(text), mk) {
+				t.Errorf("%s holds the marker %s", place, mk)
+			}
+		}
+	}
+	if !strings.Contains(places["pg_dump"], "activity_daily") || !strings.Contains(places["replica 0's log"], `"route":"/api/feedback"`) {
+		t.Error("the dump or the log is not what the test means to search")
+	}
+}
+
+// sendFeedback rates the answers ids through nginx, and sends hostile feedback and
+// hand-overs beside, each carrying markers where a client can put text.
+func sendFeedback(t *testing.T, c *cluster, m *markers, ids []string) {
+	t.Helper()
+	feedback := func(id, rating, reason string) string {
+		v := map[string]string{"answerId": id, "kind": "model", "rating": rating}
+		if reason != "" {
+			v["reason"] = reason
+		}
+		b, _ := json.Marshal(v)
 		return string(b)
 	}
 	for _, s := range []struct {
@@ -87,36 +123,36 @@ func TestInsightsKeepNoText(t *testing.T) {
 	}{
 		{"/api/feedback", feedback(ids[0], "down", "outdated"), 204, nil},
 		{"/api/feedback", feedback(ids[0], "down", "outdated"), 204, nil}, // replayed: counts again, nothing more
-		{"/api/feedback", feedback(ids[1], "up", ""), 204, []string{"User-Agent", marker(), "Referer", "https://example.com/?q=" + marker()}},
-		{"/api/feedback", feedback(ids[1]+marker(), "up", ""), 404, nil},              // forged
-		{"/api/feedback", feedback(marker()+"."+marker(), "down", "wrong"), 404, nil}, // forged
-		{"/api/feedback", feedback(ids[1], "down", marker()), 400, nil},               // a reason of its own
-		{"/api/feedback", `{"answerId":"` + ids[1] + `","kind":"model","rating":"down","comment":"` + marker() + `"}`, 400, nil},
-		{"/api/feedback", `{"answerId":"` + ids[1] + `","kind":"` + marker() + `","rating":"up"}`, 400, nil},
+		{"/api/feedback", feedback(ids[1], "up", ""), 204, []string{"User-Agent", m.next(), "Referer", "https://example.com/?q=" + m.next()}},
+		{"/api/feedback", feedback(ids[1]+m.next(), "up", ""), 404, nil},              // forged
+		{"/api/feedback", feedback(m.next()+"."+m.next(), "down", "wrong"), 404, nil}, // forged
+		{"/api/feedback", feedback(ids[1], "down", m.next()), 400, nil},               // a reason of its own
+		{"/api/feedback", `{"answerId":"` + ids[1] + `","kind":"model","rating":"down","comment":"` + m.next() + `"}`, 400, nil},
+		{"/api/feedback", `{"answerId":"` + ids[1] + `","kind":"` + m.next() + `","rating":"up"}`, 400, nil},
 		{"/api/handover", `{"tool":"prefill_contact_form"}`, 204, nil},
-		{"/api/handover", `{"tool":"prefill_contact_form","message":"` + marker() + `"}`, 400, nil},
-		{"/api/feedback?q=" + marker(), feedback(ids[1], "up", ""), 204, nil},
+		{"/api/handover", `{"tool":"prefill_contact_form","message":"` + m.next() + `"}`, 400, nil},
+		{"/api/feedback?q=" + m.next(), feedback(ids[1], "up", ""), 204, nil},
 	} {
-		if got := post(s.path, s.body, s.header...); got != s.want {
-			t.Fatalf("POST %s %s: %d, want %d", s.path, s.body, got, s.want)
+		req, _ := http.NewRequest(http.MethodPost, c.URL()+s.path, strings.NewReader(s.body))
+		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(s.header); i += 2 {
+			req.Header.Set(s.header[i], s.header[i+1])
 		}
-	}
-
-	// Searches on the other channels: one that finds its page, one that finds nothing.
-	found, nothing := "accessibility audit "+marker(), marker()+" "+marker()
-	for _, q := range []string{found, nothing} {
-		if _, err := searchVia(c.URL(), q); err != nil {
+		resp, err := httpClient.Do(req)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if err := mcpSearch(c.URL(), q); err != nil {
-			t.Fatal(err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != s.want {
+			t.Fatalf("POST %s %s: %d, want %d", s.path, s.body, resp.StatusCode, s.want)
 		}
 	}
-	if err := get(c.URL(), "/api/chat/tools?query="+marker()); err != nil {
-		t.Fatal(err)
-	}
+}
 
-	// The report, read on each replica (each writes its own counts first).
+// checkReport checks the report's counts of what TestInsightsKeepNoText did.
+func checkReport(t *testing.T, body string) {
+	t.Helper()
 	var report struct {
 		Answers struct {
 			ByKind map[string]int64 `json:"byKind"`
@@ -128,11 +164,7 @@ func TestInsightsKeepNoText(t *testing.T) {
 			Reasons map[string]int64 `json:"reasons"`
 		} `json:"feedback"`
 		Searches struct {
-			Total     int64 `json:"total"`
-			NoResult  int64 `json:"noResult"`
-			ByChannel map[string]struct {
-				Total, NoResult int64
-			} `json:"byChannel"`
+			ByChannel map[string]struct{ Total, NoResult int64 } `json:"byChannel"`
 		} `json:"searches"`
 		Handovers struct{ Offered, Called int64 } `json:"handovers"`
 		TopPages  []struct {
@@ -140,17 +172,14 @@ func TestInsightsKeepNoText(t *testing.T) {
 			Cited int64  `json:"cited"`
 		} `json:"topPages"`
 	}
-	var reports []string
-	for i := range 2 {
-		reports = append(reports, adminGet(t, c.Admin(i), "/admin/report?days=1"))
-	}
-	if err := json.Unmarshal([]byte(reports[1]), &report); err != nil {
+	if err := json.Unmarshal([]byte(body), &report); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("report: %s", reports[1])
-	var model0 = report.Feedback[0]
-	if report.Answers.ByKind["model"] != 2 || model0.Kind != "model" || model0.Reasons["outdated"] != 2 || report.Handovers.Offered != 2 || report.Handovers.Called != 1 {
-		t.Errorf("report: answers %v, feedback %+v, hand-overs %+v", report.Answers.ByKind, model0, report.Handovers)
+	t.Logf("report: %s", body)
+	model := report.Feedback[0]
+	if report.Answers.ByKind["model"] != 2 || model.Kind != "model" || model.Up != 2 || model.Down != 2 || model.Reasons["outdated"] != 2 ||
+		report.Handovers.Offered != 2 || report.Handovers.Called != 1 {
+		t.Errorf("report: answers %v, feedback %+v, hand-overs %+v", report.Answers.ByKind, model, report.Handovers)
 	}
 	if ch := report.Searches.ByChannel; ch["chat"].Total != 2 || ch["webmcp"].Total != 2 || ch["webmcp"].NoResult != 1 || ch["mcp"].Total != 2 || ch["mcp"].NoResult != 1 {
 		t.Errorf("searches by channel %+v", ch)
@@ -158,17 +187,21 @@ func TestInsightsKeepNoText(t *testing.T) {
 	if len(report.TopPages) == 0 || report.TopPages[0].Cited != 2 || !strings.Contains(report.TopPages[0].URL, "/pricing") {
 		t.Errorf("top pages %+v", report.TopPages)
 	}
+}
 
-	// Where the markers must not be.
+// placesToLook are where the markers must not be: the reports, every replica's metrics
+// and log (after it stopped, so that its last words are in), nginx's log, and a full
+// dump of the database.
+func placesToLook(t *testing.T, c *cluster, reports []string) map[string]string {
+	t.Helper()
 	places := map[string]string{"report (JSON)": strings.Join(reports, "\n")}
 	for _, format := range []string{"text", "markdown"} {
 		places["report ("+format+")"] = testkit.Run(t, binary, map[string]string{"DATABASE_URL": c.dbURL}, "report", "--days", "1", "--format", format)
 	}
-	for i := range 2 {
+	for i := range c.replicas {
 		places[fmt.Sprintf("replica %d's metrics", i)] = adminGet(t, c.Admin(i), "/metrics")
 	}
-	// The replicas stop, so that their last words are in their logs too.
-	for i := range 2 {
+	for i := range c.replicas {
 		if err := c.Stop(i); err != nil {
 			t.Fatalf("replica %d: %v", i, err)
 		}
@@ -176,19 +209,7 @@ func TestInsightsKeepNoText(t *testing.T) {
 	}
 	places["nginx's log"] = c.nginx.output()
 	places["pg_dump"] = pgDump(t, c.dbURL)
-	for place, text := range places {
-		if len(text) < 100 {
-			t.Errorf("%s is %d bytes: nothing to look in", place, len(text))
-		}
-		for _, m := range markers {
-			if strings.Contains(strings.ToLower(text), m) {
-				t.Errorf("%s holds the marker %s", place, m)
-			}
-		}
-	}
-	if !strings.Contains(places["pg_dump"], "activity_daily") || !strings.Contains(places["replica 0's log"], `"route":"/api/feedback"`) {
-		t.Error("the dump or the log is not what the test means to search")
-	}
+	return places
 }
 
 // mcpSearch calls search_site over /mcp.
