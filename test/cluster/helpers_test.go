@@ -68,23 +68,32 @@ func get(base, path string) error {
 // mcpToolsList sends MCP's tools/list to base's /mcp (a POST, as every MCP request is)
 // and fails unless the answer is a 200 that lists search_site.
 func mcpToolsList(base string) error {
-	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	status, b, err := mcpPost(base, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if err != nil {
+		return fmt.Errorf("tools/list: %w", err)
+	}
+	if status != http.StatusOK || !bytes.Contains(b, []byte(`"search_site"`)) {
+		return fmt.Errorf("tools/list: status %d: %.300s", status, b)
+	}
+	return nil
+}
+
+// mcpPost sends one JSON-RPC message to base's /mcp and returns the answer read whole.
+func mcpPost(base, body string) (int, []byte, error) {
+	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return fmt.Errorf("tools/list: status %d, body cut short: %w", resp.StatusCode, err)
+		return resp.StatusCode, b, fmt.Errorf("status %d, body cut short: %w", resp.StatusCode, err)
 	}
-	if resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(`"search_site"`)) {
-		return fmt.Errorf("tools/list: status %d: %.300s", resp.StatusCode, b)
-	}
-	return nil
+	return resp.StatusCode, b, nil
 }
 
 // budgetRow returns the budget of kind ("embedding" or "llm") as the books have it:

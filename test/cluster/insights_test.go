@@ -216,18 +216,9 @@ func placesToLook(t *testing.T, c *cluster, reports []string) map[string]string 
 func mcpSearch(base, query string) error {
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/call",
 		"params": map[string]any{"name": "search_site", "arguments": map[string]any{"query": query}}})
-	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(`"structuredContent"`)) {
-		return fmt.Errorf("tools/call: status %d: %.300s", resp.StatusCode, b)
+	status, b, err := mcpPost(base, string(body))
+	if err != nil || status != http.StatusOK || !bytes.Contains(b, []byte(`"structuredContent"`)) {
+		return fmt.Errorf("tools/call: status %d, %v: %.300s", status, err, b)
 	}
 	return nil
 }

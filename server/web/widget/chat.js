@@ -31,7 +31,7 @@ import {
   storeTranscript,
 } from './core.js';
 import { activityLine, labelOf, setActivity, storedActivity } from './activity.js';
-import { h } from './dom.js';
+import { h, icon } from './dom.js';
 import { Feedback, answerOf, feedbackControls, feedbackOf, paintFeedback } from './feedback.js';
 import { renderMarkdown, streamMarkdown } from './render.js';
 import { readEventStream } from './sse.js';
@@ -61,20 +61,6 @@ function session() {
   } catch {
     return null;
   }
-}
-
-function svgIcon() {
-  const ns = 'http://www.w3.org/2000/svg';
-  const svg = document.createElementNS(ns, 'svg');
-  svg.setAttribute('viewBox', '0 0 24 24');
-  svg.setAttribute('aria-hidden', 'true');
-  svg.setAttribute('focusable', 'false');
-  const p = document.createElementNS(ns, 'path');
-  p.setAttribute('fill', 'currentColor');
-  p.setAttribute('fill-rule', 'evenodd');
-  p.setAttribute('d', ICON);
-  svg.appendChild(p);
-  return svg;
 }
 
 /**
@@ -175,7 +161,7 @@ class SitetoolsChat extends HTMLElement {
     el.launcher = h(
       'button',
       { type: 'button', class: 'launcher', part: 'launcher', id: 'sitetools-chat-launcher', 'aria-expanded': 'false', 'aria-controls': 'sitetools-chat-panel' },
-      svgIcon(),
+      icon(ICON, { 'fill-rule': 'evenodd' }),
       el.launcherLabel,
     );
 

@@ -9,7 +9,7 @@
 // closes the flyout or leaves the page: then it is sent without one (Feedback.flush).
 // No free text: an answer's id, the kind of answer, the rating and a reason from a fixed
 // list are all that is sent.
-import { h } from './dom.js';
+import { h, icon } from './dom.js';
 import { loadTranscript, storeTranscript } from './core.js';
 
 export const FEEDBACK_URL = '/api/feedback';
@@ -194,17 +194,7 @@ export class Feedback {
 const THUMB = 'M2 10h4v11H2zM8 21h8.6a2 2 0 0 0 1.9-1.4l2.3-7A2 2 0 0 0 18.9 10h-5.1l.9-4.3A2 2 0 0 0 11 4.2L8 9.5z';
 
 function thumb(down) {
-  const ns = 'http://www.w3.org/2000/svg';
-  const svg = document.createElementNS(ns, 'svg');
-  svg.setAttribute('viewBox', '0 0 24 24');
-  svg.setAttribute('aria-hidden', 'true');
-  svg.setAttribute('focusable', 'false');
-  const p = document.createElementNS(ns, 'path');
-  p.setAttribute('fill', 'currentColor');
-  p.setAttribute('d', THUMB);
-  if (down) p.setAttribute('transform', 'rotate(180 12 12)');
-  svg.appendChild(p);
-  return svg;
+  return icon(THUMB, down ? { transform: 'rotate(180 12 12)' } : {});
 }
 
 const REASON_KEYS = { wrong: 'reasonWrong', outdated: 'reasonOutdated', unanswered: 'reasonUnanswered', other: 'reasonOther' };
