@@ -40,7 +40,7 @@ func feedbackCases(t *testing.T, db *postgres.DB, limited, down *httptest.Server
 		{name: "feedback up", method: "POST", path: "/api/feedback", header: jsonCT, body: rating(id, "model", "up", ""), status: 204, check: noBody},
 		{name: "feedback down with a reason", method: "POST", path: "/api/feedback", header: jsonCT, body: rating(id, "model", "down", "outdated"), status: 204},
 		{name: "feedback forged id", method: "POST", path: "/api/feedback", header: jsonCT,
-			body: rating(id[:len(id)-1]+"A", "model", "down", ""), status: 404, code: "unknown_answer"},
+			body: rating(altered(id), "model", "down", ""), status: 404, code: "unknown_answer"},
 		{name: "feedback another kind than the id's", method: "POST", path: "/api/feedback", header: jsonCT,
 			body: rating(id, "retrieval", "up", ""), status: 400, code: "malformed_request", check: details("/kind")},
 		{name: "feedback reason with up", method: "POST", path: "/api/feedback", header: jsonCT,
@@ -87,6 +87,15 @@ func feedbackCases(t *testing.T, db *postgres.DB, limited, down *httptest.Server
 	return cases
 }
 
+// altered is id with its last character changed: the signature no longer holds.
+func altered(id string) string {
+	last := id[len(id)-1]
+	if last == 'A' {
+		return id[:len(id)-1] + "B"
+	}
+	return id[:len(id)-1] + "A"
+}
+
 // TestAnswerIDs: an id names its kind; a forged, altered, truncated or week-old id is not
 // an answer of this site; ids are new every time.
 func TestAnswerIDs(t *testing.T) {
@@ -114,7 +123,7 @@ func TestAnswerIDs(t *testing.T) {
 	if _, err := insights.NewAnswerIDs(other.Pool, clock).Check(ctx, a); err != insights.ErrUnknownAnswer {
 		t.Fatalf("another site's key: %v", err)
 	}
-	for _, forged := range []string{"", ".", "x", a[:len(a)-1], strings.Replace(a, ".d.", ".m.", 1), "20261202.m.AAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA", a + "x"} {
+	for _, forged := range []string{"", ".", "x", a[:len(a)-1], altered(a), strings.Replace(a, ".d.", ".m.", 1), "20261202.m.AAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA", a + "x"} {
 		if _, err := ids.Check(ctx, forged); err != insights.ErrUnknownAnswer {
 			t.Errorf("Check(%q): %v, want ErrUnknownAnswer", forged, err)
 		}
@@ -159,7 +168,7 @@ func TestFeedbackCountsOnly(t *testing.T) {
 	}{
 		{down, 204}, {down, 204}, {down, 204}, // replayed
 		{`{"answerId":"` + id + `","kind":"degraded","rating":"up"}`, 204},
-		{`{"answerId":"` + id[:len(id)-2] + `xx","kind":"degraded","rating":"down","reason":"wrong"}`, 404},
+		{`{"answerId":"` + altered(id) + `","kind":"degraded","rating":"down","reason":"wrong"}`, 404},
 		{`{"answerId":"` + strings.Replace(id, ".d.", ".m.", 1) + `","kind":"model","rating":"up"}`, 404},
 		{`{"answerId":"` + id + `","kind":"model","rating":"up"}`, 400},
 		{`{"answerId":"` + id + `","kind":"degraded","rating":"down","reason":"wrong","text":"free text"}`, 400},
