@@ -48,6 +48,9 @@ type settings struct {
 	cpuprofile  string
 	strict      bool
 	hnsw        hnswSettings
+	// writeSite, when set, is where to write the generated site of the scale sections
+	// (Markdown) instead of benchmarking: the browser benchmarks search it too.
+	writeSite string
 }
 
 func parseFlags(args []string, stderr io.Writer) (settings, error) {
@@ -63,6 +66,7 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	fs.StringVar(&s.out, "out", "docs/benchmarks.md", "markdown report to rewrite, an absolute path or one relative to the module root (empty: none)")
 	fs.StringVar(&s.cpuprofile, "cpuprofile", "", "write a CPU profile of the measured rounds to this file")
 	fs.BoolVar(&s.strict, "strict", false, "exit non-zero when a scenario misses its goal")
+	fs.StringVar(&s.writeSite, "write-scale-site", "", "write the generated site of the scale sections (10 000 Markdown pages) into this new directory, and do nothing else")
 	fs.IntVar(&s.hnsw.rows, "hnsw-rows", 100_000, "random vectors in the HNSW recall table")
 	fs.IntVar(&s.hnsw.queries, "hnsw-queries", 200, "random query vectors for HNSW recall")
 	fs.Uint64Var(&s.hnsw.seed, "hnsw-seed", 1, "seed of the HNSW table's and queries' random vectors")
@@ -192,6 +196,12 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	s, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
+	}
+	if s.writeSite != "" {
+		if err := os.Mkdir(s.writeSite, 0o755); err != nil {
+			return err
+		}
+		return writeScaleCorpus(s.writeSite, scalePages)
 	}
 	rep := report{started: time.Now()}
 	b := &bench{ctx: ctx, s: s, stderr: stderr, adminURL: os.Getenv("TEST_DATABASE_URL")}
