@@ -15,9 +15,9 @@ import (
 	"github.com/evanw/esbuild/pkg/api"
 )
 
-// widgetSources are the chat widget and the WebMCP bridge as written: ES modules and
-// one stylesheet. They are bundled once per process (see widgetBundle) into what
-// /webmcp/ serves.
+// widgetSources are the chat widget, the search element and the WebMCP bridge as
+// written: ES modules and their stylesheets. They are bundled once per process (see
+// widgetBundle) into what /webmcp/ serves.
 //
 //go:embed widget/*.js widget/*.css
 var widgetSources embed.FS
@@ -25,10 +25,17 @@ var widgetSources embed.FS
 const widgetDir = "widget"
 
 // The widget's entry points, served under stable names that revalidate (ETag): the
-// chat widget (which starts the bridge) and the bridge alone, for a site with a chat UI
-// of its own. Everything they load has its content's hash in its name and is cached
-// for a year.
-var widgetEntries = []string{"chat.js", "bridge.js"}
+// chat widget (which starts the bridge), the bridge alone, for a site with a chat UI of
+// its own, and the search element. Everything they load has its content's hash in its
+// name and is cached for a year.
+var widgetEntries = []string{"chat.js", "bridge.js", "search.js"}
+
+// widgetStyles are the stylesheets, each bundled into <name>-<hash>.css, by the constant
+// that tells its module the bundled name.
+var widgetStyles = []struct{ entry, define string }{
+	{"chat.css", "__SITETOOLS_CSS__"},
+	{"search.css", "__SITETOOLS_SEARCH_CSS__"},
+}
 
 // bundledFile is one file of the widget bundle.
 type bundledFile struct {
@@ -37,23 +44,30 @@ type bundledFile struct {
 	immutable bool // content-hashed name: cacheable for good
 }
 
-// widgetBundle bundles and minifies the widget's sources with esbuild: the stylesheet
-// into chat-<hash>.css, the modules into chat.js and bridge.js plus the chunks they
-// share (chunk-<hash>.js), so that a page loading both runs the bridge once.
+// widgetBundle bundles and minifies the widget's sources with esbuild: each stylesheet
+// into <name>-<hash>.css, the modules into chat.js, bridge.js and search.js plus the
+// chunks they share (chunk-<hash>.js), so that a page loading several runs the bridge
+// once and loads what the chat and the search element share once.
 var widgetBundle = sync.OnceValues(func() ([]bundledFile, error) {
-	css, err := esbuild(api.BuildOptions{
-		EntryPoints: []string{"chat.css"},
-		Loader:      map[string]api.Loader{".css": api.LoaderCSS},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("web: widget stylesheet: %w", err)
+	var out []bundledFile
+	define := map[string]string{}
+	for _, style := range widgetStyles {
+		css, err := esbuild(api.BuildOptions{
+			EntryPoints: []string{style.entry},
+			Loader:      map[string]api.Loader{".css": api.LoaderCSS},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("web: widget stylesheet %s: %w", style.entry, err)
+		}
+		if len(css) != 1 {
+			return nil, fmt.Errorf("web: widget stylesheet %s: %d outputs, want 1", style.entry, len(css))
+		}
+		sum := sha256.Sum256(css[0].Contents)
+		name := strings.TrimSuffix(style.entry, ".css") + "-" + hex.EncodeToString(sum[:])[:12] + ".css"
+		literal, _ := json.Marshal(name)
+		define[style.define] = string(literal)
+		out = append(out, bundledFile{name: name, body: css[0].Contents, immutable: true})
 	}
-	if len(css) != 1 {
-		return nil, fmt.Errorf("web: widget stylesheet: %d outputs, want 1", len(css))
-	}
-	sum := sha256.Sum256(css[0].Contents)
-	cssName := "chat-" + hex.EncodeToString(sum[:])[:12] + ".css"
-	cssLiteral, _ := json.Marshal(cssName)
 
 	js, err := esbuild(api.BuildOptions{
 		EntryPoints: widgetEntries,
@@ -61,12 +75,11 @@ var widgetBundle = sync.OnceValues(func() ([]bundledFile, error) {
 		Format:      api.FormatESModule,
 		EntryNames:  "[name]",
 		ChunkNames:  "chunk-[hash]",
-		Define:      map[string]string{"__SITETOOLS_CSS__": string(cssLiteral)},
+		Define:      define,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("web: widget modules: %w", err)
 	}
-	out := []bundledFile{{name: cssName, body: css[0].Contents, immutable: true}}
 	for _, f := range js {
 		name := path.Base(f.Path)
 		out = append(out, bundledFile{name: name, body: f.Contents, immutable: strings.HasPrefix(name, "chunk-")})

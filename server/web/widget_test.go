@@ -4,13 +4,22 @@ import (
 	"bytes"
 	"compress/gzip"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// The widget's weight budget: everything a page loads for the chat (the relay's own
-// widget aside), gzipped.
-const widgetGzipBudget = 30 * 1024
+// The widget's weight budgets, gzipped: everything a page loads for the chat (the relay's
+// own widget aside), and what <sitetools-search> adds to a page that has the chat.
+const (
+	widgetGzipBudget = 30 * 1024
+	searchGzipBudget = 12 * 1024
+)
+
+var (
+	cssName = regexp.MustCompile(`(?:chat|search)-[0-9a-f]{12}\.css`)
+	imports = regexp.MustCompile(`(?:from|import)\s*"\./(chunk-[A-Z0-9]+\.js)"`)
+)
 
 func TestWidgetBundle(t *testing.T) {
 	files, err := widgetBundle()
@@ -31,50 +40,105 @@ func TestWidgetBundle(t *testing.T) {
 		}
 	}
 
-	// chat.js names its stylesheet by its hash, and the entries share their chunks: a
-	// page that loads both runs the bridge once.
-	cssName := regexp.MustCompile(`chat-[0-9a-f]{12}\.css`)
-	var css []string
-	for name, f := range byName {
-		if cssName.MatchString(name) {
-			css = append(css, name)
-			if !f.immutable {
-				t.Errorf("%s is content-hashed but not immutable", name)
+	// chat.js and search.js each name their stylesheet by its hash.
+	for _, style := range widgetStyles {
+		prefix := strings.TrimSuffix(style.entry, ".css") + "-"
+		var names []string
+		for name, f := range byName {
+			if cssName.MatchString(name) && strings.HasPrefix(name, prefix) {
+				names = append(names, name)
+				if !f.immutable {
+					t.Errorf("%s is content-hashed but not immutable", name)
+				}
 			}
 		}
-	}
-	if len(css) != 1 || !bytes.Contains(byName["chat.js"].body, []byte(css[0])) {
-		t.Fatalf("stylesheets %v; chat.js must name the one it loads", css)
-	}
-	imports := regexp.MustCompile(`from\s*"\./(chunk-[A-Z0-9]+\.js)"`)
-	chatChunks := imports.FindAllSubmatch(byName["chat.js"].body, -1)
-	bridgeChunks := imports.FindAllSubmatch(byName["bridge.js"].body, -1)
-	if len(chatChunks) == 0 || len(bridgeChunks) == 0 || string(chatChunks[0][1]) != string(bridgeChunks[0][1]) {
-		t.Fatalf("chat.js imports %q, bridge.js %q: they must share the bridge's chunk", chatChunks, bridgeChunks)
+		entry := strings.TrimSuffix(style.entry, ".css") + ".js"
+		if len(names) != 1 || !bytes.Contains(byName[entry].body, []byte(names[0])) {
+			t.Fatalf("stylesheets %v; %s must name the one it loads", names, entry)
+		}
 	}
 	for name, f := range byName {
 		if strings.HasPrefix(name, "chunk-") != f.immutable && !cssName.MatchString(name) {
 			t.Errorf("%s: immutable %v", name, f.immutable)
 		}
-		if bytes.Contains(f.body, []byte("__SITETOOLS_CSS__")) {
-			t.Errorf("%s: the stylesheet's name was not filled in", name)
+		if bytes.Contains(f.body, []byte("__SITETOOLS_")) {
+			t.Errorf("%s: a stylesheet's name was not filled in", name)
 		}
 	}
 
-	// What a page loads for the chat: chat.js, its chunks and its stylesheet, gzipped at
-	// the default level (as a proxy compresses them).
-	raw, gz := 0, 0
-	for name, f := range byName {
-		if name == "bridge.js" {
-			continue
+	// The entries share their chunks: a page that loads the chat and the bridge runs the
+	// bridge once, and the search element loads nothing twice that the chat loaded.
+	chat, bridge, search := loads(t, byName, "chat.js"), loads(t, byName, "bridge.js"), loads(t, byName, "search.js")
+	for _, name := range bridge {
+		if strings.HasPrefix(name, "chunk-") && !slices.Contains(chat, name) {
+			t.Errorf("bridge.js loads %s, which chat.js does not: the bridge would run twice (chat.js loads %v)", name, chat)
 		}
-		raw += len(f.body)
-		gz += gzipSize(t, f.body)
 	}
-	t.Logf("the chat widget loads %d files: %d bytes, %d gzipped (budget %d)", len(byName)-1, raw, gz, widgetGzipBudget)
+	shared := 0
+	for _, name := range search {
+		if strings.HasPrefix(name, "chunk-") && slices.Contains(chat, name) {
+			shared++
+		}
+	}
+	if shared == 0 {
+		t.Errorf("search.js shares no chunk with chat.js: it loads %v, the chat %v", search, chat)
+	}
+
+	// What a page loads for the chat, and what the search element adds to it, gzipped at
+	// the default level (as a proxy compresses them).
+	raw, gz := weigh(t, byName, chat)
+	t.Logf("the chat widget loads %d files: %d bytes, %d gzipped (budget %d)", len(chat), raw, gz, widgetGzipBudget)
 	if gz > widgetGzipBudget {
 		t.Errorf("the widget weighs %d bytes gzipped, over its budget of %d", gz, widgetGzipBudget)
 	}
+	var added []string
+	for _, name := range search {
+		if !slices.Contains(chat, name) {
+			added = append(added, name)
+		}
+	}
+	raw, gz = weigh(t, byName, added)
+	t.Logf("the search element adds %v to a page with the chat: %d bytes, %d gzipped (budget %d)", added, raw, gz, searchGzipBudget)
+	if gz > searchGzipBudget {
+		t.Errorf("the search element adds %d bytes gzipped to a page with the chat, over its budget of %d", gz, searchGzipBudget)
+	}
+}
+
+// loads is what a page loads for entry: the entry, the chunks it imports, theirs, and
+// the stylesheet it names.
+func loads(t *testing.T, byName map[string]bundledFile, entry string) []string {
+	t.Helper()
+	out := []string{}
+	todo := []string{entry}
+	for len(todo) > 0 {
+		name := todo[0]
+		todo = todo[1:]
+		if slices.Contains(out, name) {
+			continue
+		}
+		f, ok := byName[name]
+		if !ok {
+			t.Fatalf("%s is loaded but not in the bundle", name)
+		}
+		out = append(out, name)
+		for _, m := range imports.FindAllSubmatch(f.body, -1) {
+			todo = append(todo, string(m[1]))
+		}
+		if css := cssName.Find(f.body); css != nil && !slices.Contains(out, string(css)) {
+			todo = append(todo, string(css))
+		}
+	}
+	return out
+}
+
+// weigh is the size of files, raw and gzipped one by one.
+func weigh(t *testing.T, byName map[string]bundledFile, files []string) (raw, gz int) {
+	t.Helper()
+	for _, name := range files {
+		raw += len(byName[name].body)
+		gz += gzipSize(t, byName[name].body)
+	}
+	return raw, gz
 }
 
 func gzipSize(t *testing.T, b []byte) int {

@@ -6,7 +6,9 @@
 // `label`, `placeholder`, `guide` for the page that explains connecting an MCP client
 // through the relay, and `inline` for a chat that sits in the page instead of a flyout in
 // the corner). Without one, the widget adds one to <body> itself. Without `guide`, the
-// page's <meta name="sitetools:guide" content="/try-it"> names the guide, if any.
+// page's <meta name="sitetools:guide" content="/try-it"> names the guide, if any. Its
+// open(), close() and ask(text) (which <sitetools-search> hands a visitor's query to)
+// are public.
 //
 // Everything lives in an open shadow root: the page's stylesheet cannot change it and
 // its styles cannot leak out. Theming is by CSS custom properties and ::part() (see
@@ -131,6 +133,22 @@ class SitetoolsChat extends HTMLElement {
     e.launcher.setAttribute('aria-expanded', 'false');
     session()?.removeItem(OPEN_KEY);
     e.launcher.focus();
+  }
+
+  /**
+   * Opens the chat with text in the question field (a hand-over from <sitetools-search>):
+   * sent at once when the visitor has accepted the privacy notice and no answer is under
+   * way, else left in the field, ready to send once they have.
+   */
+  ask(text) {
+    const e = this.#el;
+    const q = String(text ?? '').trim().slice(0, 2000);
+    if (!e || !q) return;
+    if (this.#inline) this.#showConsentOrForm(true);
+    else this.open();
+    e.input.value = q;
+    const s = storage();
+    if (s && hasConsent(s) && !this.#busy) e.form.requestSubmit();
   }
 
   get #inline() {

@@ -1,6 +1,7 @@
-// The chat widget's words, in English and German. A site overrides any of them with
-// the element's `strings` property (an object of keys below, per language or for all),
-// or the most visible ones with the attributes `label` and `placeholder`.
+// The words of the chat widget and of <sitetools-search>, in English and German. A site
+// overrides any of them with the element's `strings` property (an object of keys below,
+// per language or for all), or the most visible ones with the attributes `label` and
+// `placeholder`.
 
 export const STRINGS = {
   en: {
@@ -85,6 +86,21 @@ export const STRINGS = {
     statusOn: 'Connected: your MCP client can use this site’s tools.',
     statusUnavailable: 'The relay widget is not installed on this site.',
     statusNoToken: 'Not connected: paste the token from your MCP client first.',
+    // <sitetools-search>
+    searchTrigger: 'Search',
+    searchCtrl: 'Ctrl',
+    searchLabel: 'Search this site',
+    searchPlaceholder: 'Search pages…',
+    searchClose: 'Close search',
+    searchList: 'Pages found',
+    searchResults: '{n} results',
+    searchResult: '1 result',
+    searchNone: 'No results',
+    searchNoneFor: 'No page matches “{q}”.',
+    searchBusy: 'Searching…',
+    searchFailed: 'Search is not available right now.',
+    searchAsk: 'Ask the assistant: “{q}”',
+    searchKeys: '↑ ↓ choose · Enter open · Esc close',
   },
   de: {
     launcher: 'Diese Website fragen',
@@ -168,6 +184,20 @@ export const STRINGS = {
     statusOn: 'Verbunden: Ihr MCP-Client kann die Tools dieser Website nutzen.',
     statusUnavailable: 'Das Relay-Widget ist auf dieser Website nicht installiert.',
     statusNoToken: 'Nicht verbunden: fügen Sie zuerst das Token aus Ihrem MCP-Client ein.',
+    searchTrigger: 'Suchen',
+    searchCtrl: 'Strg',
+    searchLabel: 'Diese Website durchsuchen',
+    searchPlaceholder: 'Seiten durchsuchen…',
+    searchClose: 'Suche schließen',
+    searchList: 'Gefundene Seiten',
+    searchResults: '{n} Ergebnisse',
+    searchResult: '1 Ergebnis',
+    searchNone: 'Keine Ergebnisse',
+    searchNoneFor: 'Keine Seite passt zu „{q}“.',
+    searchBusy: 'Suche läuft…',
+    searchFailed: 'Die Suche ist gerade nicht verfügbar.',
+    searchAsk: 'Den Assistenten fragen: „{q}“',
+    searchKeys: '↑ ↓ auswählen · Enter öffnen · Esc schließen',
   },
 };
 
