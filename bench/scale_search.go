@@ -39,6 +39,10 @@ const (
 	scaleRecallQueries = 100
 	scaleLatencyGoal   = 3.0 // p99 ≤ this × the baseline's p99
 	scaleKNN           = 10  // the baseline's k, and the k of recall@k
+	// scaleTyped is how many questions of a round are also typed, one instant search per
+	// keystroke from the second character on, as <sitetools-search> asks while a visitor
+	// types.
+	scaleTyped = 15
 )
 
 // scaleSearch is the section's service, its baseline and what they run on.
@@ -240,8 +244,10 @@ func scaleQueryTexts(n int) []scaleQuery {
 // scaleLatencies are the samples of each side.
 type scaleLatencies struct {
 	baseline, uncached, cached []time.Duration
-	providerUncached           int // provider requests while the uncached side ran
+	instant                    []time.Duration // search_site mode instant, per keystroke
+	providerUncached           int             // provider requests while the uncached side ran
 	providerCached             int
+	providerInstant            int
 	topicHits                  int // uncached answers whose first page is of the query's topic
 }
 
@@ -289,8 +295,10 @@ func (l *scaleLatencies) merge(r scaleLatencies) {
 	l.baseline = append(l.baseline, r.baseline...)
 	l.uncached = append(l.uncached, r.uncached...)
 	l.cached = append(l.cached, r.cached...)
+	l.instant = append(l.instant, r.instant...)
 	l.providerUncached += r.providerUncached
 	l.providerCached += r.providerCached
+	l.providerInstant += r.providerInstant
 	l.topicHits += r.topicHits
 }
 
@@ -314,13 +322,29 @@ func (s *scaleSearch) servedRound(queries []scaleQuery, round *scaleLatencies) e
 		}
 		*pass.calls = s.fake.Calls() - before
 	}
+	before := s.fake.Calls()
+	for _, q := range queries[:min(scaleTyped, len(queries))] {
+		for i := 2; i <= len(q.text); i++ {
+			d, _, err := s.callArgs(map[string]any{"query": q.text[:i], "mode": sitesearch.ModeInstant, "limit": 8})
+			if err != nil {
+				return fmt.Errorf("search_site, instant: %w", err)
+			}
+			round.instant = append(round.instant, d)
+		}
+	}
+	round.providerInstant = s.fake.Calls() - before
 	return nil
 }
 
 // call posts search_site once, as a browser's page would, and times it to the last
 // byte of the answer.
 func (s *scaleSearch) call(query string) (time.Duration, []sitesearch.Hit, error) {
-	body, err := json.Marshal(map[string]any{"name": "search_site", "arguments": map[string]any{"query": query}})
+	return s.callArgs(map[string]any{"query": query})
+}
+
+// callArgs posts search_site with args.
+func (s *scaleSearch) callArgs(args map[string]any) (time.Duration, []sitesearch.Hit, error) {
+	body, err := json.Marshal(map[string]any{"name": "search_site", "arguments": args})
 	if err != nil {
 		return 0, nil, err
 	}

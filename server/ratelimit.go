@@ -13,7 +13,7 @@ import (
 )
 
 // RateLimiter allows each client perMinute calls per minute, with bursts up to that
-// many. It is per replica and in memory: addresses are never stored elsewhere, and a
+// many; a light call (tools.Tool.Light: an as-you-type search) counts as a quarter of one. It is per replica and in memory: addresses are never stored elsewhere, and a
 // client is forgotten within two minutes of its last call (its allowance refills within
 // one; a sweep runs every minute while it holds any client, busy or quiet).
 type RateLimiter struct {
@@ -41,9 +41,17 @@ func NewRateLimiter(perMinute int, now func() time.Time) *RateLimiter {
 	return &RateLimiter{perMinute: perMinute, now: now, after: after, clients: map[string]*rate.Limiter{}}
 }
 
+// lightShare is how many light calls make one call.
+const lightShare = 4
+
 // Allow takes one call from client's allowance. When none is left it returns false and
 // how long until one is.
 func (l *RateLimiter) Allow(client string) (bool, time.Duration) {
+	return l.allowN(client, lightShare)
+}
+
+// allowN takes n quarters of a call from client's allowance.
+func (l *RateLimiter) allowN(client string, n int) (bool, time.Duration) {
 	if l.perMinute <= 0 {
 		return true, 0
 	}
@@ -53,14 +61,14 @@ func (l *RateLimiter) Allow(client string) (bool, time.Duration) {
 	defer l.mu.Unlock()
 	lim, ok := l.clients[client]
 	if !ok {
-		lim = rate.NewLimiter(rate.Every(time.Minute/time.Duration(l.perMinute)), l.perMinute)
+		lim = rate.NewLimiter(rate.Every(time.Minute/time.Duration(l.perMinute*lightShare)), l.perMinute*lightShare)
 		l.clients[client] = lim
 		if !l.scheduled {
 			l.scheduled = true
 			l.after(time.Minute, l.sweep)
 		}
 	}
-	r := lim.ReserveN(now, 1)
+	r := lim.ReserveN(now, n)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
 		return false, d
@@ -95,7 +103,7 @@ func (l *RateLimiter) sweep() {
 	defer l.mu.Unlock()
 	now := l.now()
 	for k, lim := range l.clients {
-		if lim.TokensAt(now) >= float64(l.perMinute) {
+		if lim.TokensAt(now) >= float64(l.perMinute*lightShare) {
 			delete(l.clients, k)
 		}
 	}
@@ -108,7 +116,11 @@ func (l *RateLimiter) sweep() {
 
 // Intercept applies the limit to every tool call, on every channel.
 func (l *RateLimiter) Intercept(ctx context.Context, call *tools.Call, next tools.Invoker) (*tools.Result, error) {
-	if ok, wait := l.Allow(call.Request.Client); !ok {
+	n := lightShare
+	if call.Tool.Light != nil && call.Tool.Light(call.Arguments) {
+		n = 1
+	}
+	if ok, wait := l.allowN(call.Request.Client, n); !ok {
 		return nil, &tools.Error{
 			Code:       tools.CodeRateLimited,
 			Message:    "too many requests; retry after the time in Retry-After",

@@ -161,3 +161,30 @@ func TestCapShares(t *testing.T) {
 		t.Errorf("%d clients counted after their requests ended, want 1", len(c.held))
 	}
 }
+
+// TestRateLimiterCountsLightCallsAsAQuarter: with 2 calls a minute, a client may make 8
+// light calls (as-you-type searches), or 1 call and 4 light ones, and then none.
+func TestRateLimiterCountsLightCallsAsAQuarter(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	l := NewRateLimiter(2, func() time.Time { return now })
+	l.after = func(time.Duration, func()) {}
+	for i := range 8 {
+		if ok, _ := l.allowN("203.0.113.1", 1); !ok {
+			t.Fatalf("light call %d refused", i+1)
+		}
+	}
+	if ok, wait := l.allowN("203.0.113.1", 1); ok || wait <= 0 || wait > 8*time.Second {
+		t.Fatalf("a 9th light call: %v, wait %v; want refused, a quarter of 30 s", ok, wait)
+	}
+	if ok, _ := l.Allow("203.0.113.2"); !ok {
+		t.Fatal("a call refused")
+	}
+	for i := range 4 {
+		if ok, _ := l.allowN("203.0.113.2", 1); !ok {
+			t.Fatalf("light call %d after a call refused", i+1)
+		}
+	}
+	if ok, _ := l.Allow("203.0.113.2"); ok {
+		t.Fatal("a call beyond the allowance passed")
+	}
+}

@@ -41,7 +41,11 @@ type Tool struct {
 	Timeout time.Duration
 	// Capabilities are what other parts may rely on the tool for; they are not published.
 	Capabilities []Capability
-	Handler      Handler
+	// Light reports whether a call with these (not yet validated) arguments is light work
+	// that makes no paid call, such as search_site's as-you-type mode: the rate limit
+	// counts it as a quarter of a call. nil: no call is.
+	Light   func(args json.RawMessage) bool
+	Handler Handler
 }
 
 // Capability names a contract a tool keeps beyond its schemas, so that a part of the

@@ -106,10 +106,15 @@ const rrfK = 60
 const searchSQL = `
 WITH q AS (
 	SELECT fq, sq, cq, fq || sq || cq AS aq FROM (SELECT
-		(SELECT coalesce(en.q, ''::tsquery) || coalesce(de.q, ''::tsquery) || coalesce(si.q, ''::tsquery)
+		(SELECT coalesce(en.q, ''::tsquery) || coalesce(de.q, ''::tsquery) || coalesce(si.q, ''::tsquery) || coalesce(pq.q, ''::tsquery)
 		 FROM (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('sitetools_english', $1))) l WHERE $8 <> 'de') en,
 		      (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('sitetools_german', $1))) l WHERE $8 <> 'en') de,
-		      (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('sitetools_simple', $1))) l) si) AS fq,
+		      (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('sitetools_simple', $1))) l) si,
+		      -- A word being typed: the index's commonest words that start with it.
+		      (SELECT string_agg('(' || t::text || ')', ' | ')::tsquery AS q FROM (
+		          SELECT plainto_tsquery('sitetools_english', word) || plainto_tsquery('sitetools_german', word) || plainto_tsquery('sitetools_simple', word) AS t
+		          FROM (SELECT word FROM search_vocabulary WHERE $9 <> '' AND word LIKE $9 || '%%' ORDER BY ndoc DESC, word LIMIT %[4]d) v) w
+		       WHERE numnode(t) > 0) pq) AS fq,
 		-- A synonym or a correction matches as a whole: the words of a phrase together.
 		(SELECT coalesce(string_agg('(' || t::text || ')', ' | ')::tsquery, ''::tsquery) FROM (
 			SELECT plainto_tsquery('sitetools_english', x) || plainto_tsquery('sitetools_german', x) || plainto_tsquery('sitetools_simple', x) AS t
@@ -166,10 +171,13 @@ FROM best b JOIN chunks c ON c.id = b.id JOIN pages p ON p.id = b.page_id, q
 ORDER BY b.score DESC, p.url
 LIMIT $3`
 
+// prefixWords is how many of the index's words a word being typed stands for.
+const prefixWords = 8
+
 // SearchSQL is the statement SiteIndex.Search runs for embeddings of dims dimensions, with
-// parameters (text, vector, limit, lang, pathPrefix, synonyms, corrections, analyze).
-// Benchmarks run it directly.
-func SearchSQL(dims int) string { return fmt.Sprintf(searchSQL, dims, candidates, rrfK) }
+// parameters (text, vector, limit, lang, pathPrefix, synonyms, corrections, analyze,
+// prefix). Benchmarks run it directly.
+func SearchSQL(dims int) string { return fmt.Sprintf(searchSQL, dims, candidates, rrfK, prefixWords) }
 
 // Search returns up to q.Limit pages, best first.
 func (s *SiteIndex) Search(ctx context.Context, q sitesearch.Query) ([]sitesearch.Hit, error) {
@@ -181,7 +189,7 @@ func (s *SiteIndex) Search(ctx context.Context, q sitesearch.Query) ([]sitesearc
 	// knowing that the language and the path prefix are empty, a generic plan filters the
 	// pages first and measures the distance to every chunk instead of walking the HNSW
 	// index; after a connection's fifth search it would take a hundred times longer.
-	rows, err := s.db.Pool.Query(ctx, SearchSQL(s.dims), pgx.QueryExecModeExec, q.Text, vec, q.Limit, q.Lang, q.PathPrefix, nonNil(q.Synonyms), nonNil(q.Corrections), q.Analyze)
+	rows, err := s.db.Pool.Query(ctx, SearchSQL(s.dims), pgx.QueryExecModeExec, q.Text, vec, q.Limit, q.Lang, q.PathPrefix, nonNil(q.Synonyms), nonNil(q.Corrections), q.Analyze, q.Prefix)
 	if err != nil {
 		return nil, Wrap("postgres.SiteIndex.Search", err)
 	}

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/tools"
@@ -96,7 +98,9 @@ func Tools(opts Options) ([]tools.Tool, error) {
 				"query": {"type": "string", "minLength": 1, "maxLength": %d, "description": "What to look for, in natural language or keywords."},
 				"limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5, "description": "How many pages to return."},
 				"lang": {"type": "string", "pattern": "^[a-z]{2}$", "description": "Only pages in this language (ISO 639-1, e.g. en, de)."},
-				"pathPrefix": {"type": "string", "pattern": "^/", "maxLength": 200, "description": "Only pages whose path starts with this, e.g. /blog/."}
+				"pathPrefix": {"type": "string", "pattern": "^/", "maxLength": 200, "description": "Only pages whose path starts with this, e.g. /blog/."},
+				"mode": {"type": "string", "enum": ["full", "instant"], "default": "full",
+					"description": "full: by words and by meaning. instant: as a visitor types, by the page words alone (the last word as the start of one), without the semantic half: no embedding is paid for and it is counted as a quarter of a call; for search boxes and quick lookups."}
 			},
 			"required": ["query"],
 			"additionalProperties": false
@@ -127,6 +131,7 @@ func Tools(opts Options) ([]tools.Tool, error) {
 			"additionalProperties": false
 		}`),
 		Annotations: tools.Annotations{ReadOnly: true, Idempotent: true},
+		Light:       IsInstant,
 	}
 	getPage := tools.Tool{
 		Name:  "get_page",
@@ -176,6 +181,19 @@ type searchArgs struct {
 	Limit      int    `json:"limit"`
 	Lang       string `json:"lang"`
 	PathPrefix string `json:"pathPrefix"`
+	Mode       string `json:"mode"`
+}
+
+// ModeInstant is search_site's as-you-type mode: full-text only, the last word a prefix.
+const ModeInstant = "instant"
+
+// IsInstant reports whether a search_site call's arguments ask for the instant mode; it is
+// how the rate limit tells an as-you-type search from a full one before the call runs.
+func IsInstant(args json.RawMessage) bool {
+	var a struct {
+		Mode string `json:"mode"`
+	}
+	return json.Unmarshal(args, &a) == nil && a.Mode == ModeInstant
 }
 
 type searchOutput struct {
@@ -200,13 +218,19 @@ func (s *searcher) search(ctx context.Context, a searchArgs) (searchOutput, erro
 		}
 	}
 	// Typos and synonyms are the index's own words and the site owner's: no paid call.
-	corrected, err := s.correct(ctx, a.Query)
+	// As a visitor types, the word under the cursor is the start of a word, not a typo.
+	instant := a.Mode == ModeInstant
+	complete, typing := a.Query, ""
+	if instant {
+		complete, typing = splitTyping(a.Query)
+	}
+	corrected, err := s.correct(ctx, complete)
 	if err != nil {
 		return searchOutput{}, err
 	}
 	// The query stays as asked; corrections and synonyms are searched for beside it
 	// (a "misspelling" may be a word of another language the site does not have).
-	q := Query{Text: a.Query, Limit: a.Limit, Lang: a.Lang, PathPrefix: a.PathPrefix}
+	q := Query{Text: a.Query, Limit: a.Limit, Lang: a.Lang, PathPrefix: a.PathPrefix, Prefix: typing}
 	for _, c := range corrected {
 		q.Corrections = append(q.Corrections, c)
 	}
@@ -228,11 +252,14 @@ func (s *searcher) search(ctx context.Context, a searchArgs) (searchOutput, erro
 	if extra := append(slices.Clone(q.Corrections), q.Synonyms...); len(extra) > 0 && s.opts.LexicalEmbedder {
 		embedText += " (" + strings.Join(extra, ", ") + ")"
 	}
-	vec, degraded, err := s.opts.Embedder.EmbedQuery(ctx, "search_site", embedText)
-	if err != nil {
-		return searchOutput{}, err
+	var degraded string
+	if !instant { // the instant mode never embeds: no provider call per keystroke
+		vec, reason, err := s.opts.Embedder.EmbedQuery(ctx, "search_site", embedText)
+		if err != nil {
+			return searchOutput{}, err
+		}
+		q.Vector, degraded = vec, reason
 	}
-	q.Vector = vec
 	hits, err := s.opts.Index.Search(ctx, q)
 	if err != nil {
 		return searchOutput{}, err
@@ -243,10 +270,31 @@ func (s *searcher) search(ctx context.Context, a searchArgs) (searchOutput, erro
 	for i := range hits {
 		hits[i].Snippet = boundSnippet(hits[i].Snippet, maxSnippetRunes)
 	}
-	if o, ok := ctx.Value(outcomeKey{}).(*Outcome); ok {
-		*o = s.outcome(hits)
+	if o, ok := ctx.Value(outcomeKey{}).(*Outcome); ok && !instant {
+		*o = s.outcome(hits) // a keystroke is no search of its own
 	}
 	return searchOutput{Results: hits, Degraded: degraded, Corrected: corrected}, nil
+}
+
+// splitTyping splits an as-you-type query into its complete words and the word being
+// typed: the last one, unless the query ends in a space or punctuation. The word being
+// typed is lower case, letters only, at least two of them; else "".
+func splitTyping(query string) (complete, typing string) {
+	end := len(query)
+	for end > 0 && isWordByte(query[end-1]) {
+		end--
+	}
+	typing = strings.ToLower(query[end:])
+	if utf8.RuneCountInString(typing) < 2 || strings.ContainsFunc(typing, func(r rune) bool { return !unicode.IsLetter(r) }) {
+		return query, ""
+	}
+	return query[:end], typing
+}
+
+// isWordByte reports whether b belongs to a word: an ASCII letter or digit, or any byte
+// of a multi-byte (non-ASCII) character.
+func isWordByte(b byte) bool {
+	return b >= utf8.RuneSelf || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
 }
 
 // outcome says what hits found: the first page, and whether any is relevant.

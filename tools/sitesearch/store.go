@@ -141,7 +141,10 @@ type Query struct {
 	// Corrections are the indexed words meant by misspelled words of Text.
 	Corrections []string
 	// Analyze is the language Text's words are stemmed in: "en", "de", or "" both.
-	Analyze    string
+	Analyze string
+	// Prefix is a word being typed (search_site's instant mode): the index's commonest
+	// words that start with it are searched for beside Text's. "" none.
+	Prefix     string
 	Vector     []float32 // nil: full-text only
 	Limit      int
 	Lang       string // "" any
