@@ -4,8 +4,8 @@
 //   Next reads the nonce from it and puts it on its own inline scripts. Scripts, styles
 //   and fetches come from this origin only, plus the WebMCP relay on the visitor's
 //   computer (ws://localhost:$WEBMCP_RELAY_PORT, default 4797).
-// - Status 404 for a path that is no page (the catch-all page renders
-//   app/not-found.tsx for it).
+// - Status 404 for a path that is no page: neither a Markdown page (lib/content.ts) nor
+//   one of appPages (the catch-all page renders app/not-found.tsx for it).
 import { NextResponse, type NextRequest } from "next/server";
 import { pages } from "@/lib/content";
 
@@ -42,6 +42,9 @@ export async function proxy(request: NextRequest) {
   return response;
 }
 
+// The pages the app renders itself rather than from a Markdown file.
+const appPages = new Set(["/search"]);
+
 async function isPage(pathname: string): Promise<boolean> {
   let path: string;
   try {
@@ -50,7 +53,7 @@ async function isPage(pathname: string): Promise<boolean> {
     return false;
   }
   if (path.length > 1) path = path.replace(/\/+$/, "");
-  return (await pages()).has(path);
+  return appPages.has(path) || (await pages()).has(path);
 }
 
 export const config = {

@@ -20,6 +20,9 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
         <meta name="sitetools:contact" content="/contact" />
         {/* The chat: it adds <sitetools-chat> to <body> by itself, outside React's tree. */}
         <script type="module" src="/webmcp/chat.js"></script>
+        {/* The site search: defines <sitetools-search>, placed in the header (app/nav.tsx)
+            and on /search. */}
+        <script type="module" src="/webmcp/search.js"></script>
       </head>
       <body>
         <a className="skip-link" href="#main">

@@ -14,19 +14,25 @@ const links = [
 export default function Nav() {
   const pathname = usePathname();
   return (
-    <nav aria-label="Main">
-      <ul className="nav-list">
-        {links.map(({ href, label }) => {
-          const current = href === "/" ? pathname === "/" : pathname === href || pathname.startsWith(href + "/");
-          return (
-            <li key={href}>
-              <Link href={href} aria-current={current ? "page" : undefined}>
-                {label}
-              </Link>
-            </li>
-          );
-        })}
-      </ul>
-    </nav>
+    <>
+      <nav aria-label="Main">
+        <ul className="nav-list">
+          {links.map(({ href, label }) => {
+            const current = href === "/" ? pathname === "/" : pathname === href || pathname.startsWith(href + "/");
+            return (
+              <li key={href}>
+                <Link href={href} aria-current={current ? "page" : undefined}>
+                  {label}
+                </Link>
+              </li>
+            );
+          })}
+        </ul>
+      </nav>
+      {/* The site search's button (Ctrl-K, ⌘-K or "/" opens it too); /webmcp/search.js,
+          loaded in the layout, defines the element. Not on /search, whose own field then
+          takes the shortcut. */}
+      {pathname !== "/search" && <sitetools-search modal />}
+    </>
   );
 }

@@ -9,7 +9,7 @@ export default function NotFound() {
       <h1>Page not found</h1>
       <p>There is no page at this address. The chat in the corner can search this site for you.</p>
       <p>
-        <Link href="/">Go to the home page</Link>
+        <Link href="/">Go to the home page</Link> or <Link href="/search">search the site</Link>
       </p>
     </article>
   );

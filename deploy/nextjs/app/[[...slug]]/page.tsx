@@ -1,5 +1,5 @@
 // Every page of the site from the Markdown folder (lib/content.ts). The folders api/,
-// mcp/ and webmcp/ are matched before this catch-all.
+// mcp/, webmcp/ and search/ are matched before this catch-all.
 //
 // Any other path renders app/not-found.tsx here, and proxy.ts answers it with 404.
 // notFound() is no good for that: pages render per request (for the CSP nonce), and
