@@ -15,6 +15,10 @@ export default function Nav() {
   const pathname = usePathname();
   return (
     <>
+      {/* The site search's button (Ctrl-K, ⌘-K or "/" opens it too); /webmcp/search.js,
+          loaded in the layout, defines the element. Not on /search, whose own field then
+          takes the shortcut. */}
+      {pathname !== "/search" && <sitetools-search modal />}
       <nav aria-label="Main">
         <ul className="nav-list">
           {links.map(({ href, label }) => {
@@ -29,10 +33,6 @@ export default function Nav() {
           })}
         </ul>
       </nav>
-      {/* The site search's button (Ctrl-K, ⌘-K or "/" opens it too); /webmcp/search.js,
-          loaded in the layout, defines the element. Not on /search, whose own field then
-          takes the shortcut. */}
-      {pathname !== "/search" && <sitetools-search modal />}
     </>
   );
 }
