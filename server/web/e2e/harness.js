@@ -170,11 +170,13 @@ export async function startRelay(procs, home, logs) {
 
 /**
  * startSitetools starts `sitetools serve` on 127.0.0.1:port with a fresh database named
- * `database` and the demo site ingested with urls on site. Nothing of the caller's
- * environment leaks in: it gets the example availability, the relay's widget, no admin
- * listener, info logs, and `env` on top. It returns the catalog's tools once it is ready.
+ * `database` and the demo site (or the Markdown folder `dir`) ingested with urls on site.
+ * Nothing of the caller's environment leaks in: it gets the example availability, the
+ * relay's widget, no admin listener, info logs, and `env` on top (the ingest too: an
+ * embeddings provider there embeds the pages). It returns the catalog's tools once it is
+ * ready.
  */
-export async function startSitetools(procs, { home, port, site, database, env = {} }, logs) {
+export async function startSitetools(procs, { home, port, site, database, env = {}, dir = DEMO_SITE }, logs) {
   const full = {
     PATH: process.env.PATH,
     HOME: home,
@@ -188,11 +190,36 @@ export async function startSitetools(procs, { home, port, site, database, env = 
     ...env,
   };
   await run(BIN, ['migrate'], { env: full, cwd: repo });
-  await run(BIN, ['ingest', '--dir', DEMO_SITE, '--base-url', site], { env: full, cwd: repo, maxBuffer: 1 << 24 });
+  await run(BIN, ['ingest', '--dir', dir, '--base-url', site], { env: full, cwd: repo, maxBuffer: 1 << 26 });
   procs.start('serve', BIN, ['serve'], { env: full, cwd: repo }, logs);
   const base = `http://${full.LISTEN_ADDR}`;
   await until('sitetools to be ready', async () => (await fetch(`${base}/readyz`)).ok, { timeout: 30000 });
   return (await (await fetch(`${base}/api/chat/tools`)).json()).tools;
+}
+
+export const NEXT_DIR = path.join(repo, 'deploy/nextjs');
+export const NEXT_BIN = path.join(NEXT_DIR, 'node_modules/.bin/next');
+/** What startNext needs, for requireInstalled. */
+export const NEXT_BUILT = [
+  ['Next.js (deploy/dev/browser.sh nextjs)', NEXT_BIN],
+  ['the built frontend (deploy/dev/browser.sh nextjs)', path.join(NEXT_DIR, '.next/BUILD_ID')],
+];
+
+/**
+ * startNext starts `next start` of deploy/nextjs (built) on 127.0.0.1:port in front of
+ * sitetools at `sitetools`, with `env` on top, and returns its origin once it answers.
+ */
+export async function startNext(procs, { port, sitetools, home, env = {} }, logs) {
+  procs.start(
+    'next',
+    NEXT_BIN,
+    ['start', '--port', String(port), '--hostname', '127.0.0.1'],
+    { cwd: NEXT_DIR, env: { PATH: process.env.PATH, HOME: home, NODE_ENV: 'production', NEXT_TELEMETRY_DISABLED: '1', SITETOOLS_URL: sitetools, ...env } },
+    logs,
+  );
+  const origin = `http://127.0.0.1:${port}`;
+  await until('next start to answer', async () => (await fetch(`${origin}/`)).ok, { timeout: 30000 });
+  return origin;
 }
 
 /** requestLines is the request lines of sitetools' JSON log. */
@@ -309,11 +336,11 @@ export class Run {
    * startSitetools starts sitetools in the run's HOME (see startSitetools); its tools. Its
    * site is the origin of the pages the tab shows, whose tools the relay offers.
    */
-  startSitetools({ port, site, database, env }) {
+  startSitetools({ port, site, database, env, dir }) {
     this.sitetools = `http://127.0.0.1:${port}`;
     this.site = site;
     this.prefix = relayPrefix(site);
-    return startSitetools(this.procs, { home: this.home, port, site, database, env }, this.logs.serve);
+    return startSitetools(this.procs, { home: this.home, port, site, database, env, dir }, this.logs.serve);
   }
 
   /** callDirect calls a tool on sitetools' own JSON endpoint, as a server does. */

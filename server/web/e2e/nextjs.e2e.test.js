@@ -33,7 +33,7 @@ import {
   until,
   webDir,
 } from './harness.js';
-import { answeredOn, axeViolations, checkPrefill, deepFocus, inFreshTab, recordAnswers, relayUI, showsPath } from './steps.js';
+import { addHostileSheet, answeredOn, axeViolations, checkPrefill, deepFocus, inFreshTab, recordAnswers, relayUI, showsPath } from './steps.js';
 
 const NEXT_DIR = path.join(repo, 'deploy/nextjs');
 const NEXT_BIN = path.join(NEXT_DIR, 'node_modules/.bin/next');
@@ -378,32 +378,6 @@ test('prefill_contact_form fills the Next.js contact form and overwrites nothing
   );
   assert.equal(await page.evaluate(() => window.__marker), 'same document');
 });
-
-/**
- * addHostileSheet links /test/hostile.css in p and adds, through the CSSOM, rules that
- * undo every way of hiding an element a page stylesheet can undo, aimed at the relay's
- * widget too; it resolves once the sheet applies.
- */
-function addHostileSheet(p) {
-  return p.evaluate(
-    () =>
-      new Promise((resolve, reject) => {
-        const link = document.createElement('link');
-        link.rel = 'stylesheet';
-        link.href = '/test/hostile.css';
-        link.id = 'hostile';
-        link.onload = () => {
-          const unhide = 'display: block !important; visibility: visible !important; opacity: 1 !important; content-visibility: visible !important';
-          for (const sel of ['[data-webmcp-widget], [data-webmcp-widget] *', '[inert], [aria-hidden="true"], [style*="none"]', 'body > :not(sitetools-chat, script, style, link, template)']) {
-            link.sheet.insertRule(`${sel} { ${unhide} }`, link.sheet.cssRules.length);
-          }
-          resolve();
-        };
-        link.onerror = () => reject(new Error('hostile.css did not load'));
-        document.head.appendChild(link);
-      }),
-  );
-}
 
 /**
  * hiddenAsBefore adds to p's body an element hidden the way the bridge used to hide the

@@ -1,6 +1,7 @@
 // What the end-to-end tests do in a tab and check of it: a fresh tab of its own, the
 // page the tab showed when it answered a tool call, the relay's hidden UI, the contact
-// form the visitor's MCP client prefills, focus inside the widget, axe-core.
+// form the visitor's MCP client prefills, focus inside the widget, a hostile page
+// stylesheet, axe-core.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -118,6 +119,32 @@ export function deepFocus(page) {
     while (a?.shadowRoot?.activeElement) a = a.shadowRoot.activeElement;
     return a?.id ?? '';
   });
+}
+
+/**
+ * addHostileSheet links /test/hostile.css in p and adds, through the CSSOM, rules that
+ * undo every way of hiding an element a page stylesheet can undo, aimed at the relay's
+ * widget too; it resolves once the sheet applies.
+ */
+export function addHostileSheet(p) {
+  return p.evaluate(
+    () =>
+      new Promise((resolve, reject) => {
+        const link = document.createElement('link');
+        link.rel = 'stylesheet';
+        link.href = '/test/hostile.css';
+        link.id = 'hostile';
+        link.onload = () => {
+          const unhide = 'display: block !important; visibility: visible !important; opacity: 1 !important; content-visibility: visible !important';
+          for (const sel of ['[data-webmcp-widget], [data-webmcp-widget] *', '[inert], [aria-hidden="true"], [style*="none"]', 'body > :not(sitetools-chat, script, style, link, template)']) {
+            link.sheet.insertRule(`${sel} { ${unhide} }`, link.sheet.cssRules.length);
+          }
+          resolve();
+        };
+        link.onerror = () => reject(new Error('hostile.css did not load'));
+        document.head.appendChild(link);
+      }),
+  );
 }
 
 // ---------------------------------------------------------------------------------------
