@@ -174,6 +174,22 @@ func (s *Site) render(pages []*sourcePage) error {
 			return err
 		}
 	}
+	// Each section's search page, unless the site has a page of that name: the search
+	// element in the page, where the header's opens a dialog.
+	for _, sec := range sections {
+		p := sec + searchName
+		if _, ok := byPath[p]; ok {
+			continue
+		}
+		v := s.view(byPath, sections, sec, "")
+		v.Title = v.T["searchTitle"]
+		v.NoIndex = true
+		v.Body = template.HTML(`<h1>` + template.HTMLEscapeString(v.T["searchTitle"]) + `</h1><p>` +
+			template.HTMLEscapeString(v.T["searchText"]) + `</p><sitetools-search></sitetools-search>`)
+		if err := s.put(s.pages, p, v); err != nil {
+			return err
+		}
+	}
 	for _, sec := range sections {
 		v := s.view(byPath, sections, sec, "")
 		v.Title = v.T["notFoundTitle"]
@@ -354,6 +370,8 @@ func uiText(lang string) map[string]string {
 		"notFoundTitle":    "Page not found",
 		"notFoundText":     "There is no page at this address. The chat in the corner can search this site for you.",
 		"notFoundHome":     "Go to the home page",
+		"searchTitle":      "Search",
+		"searchText":       "Results appear as you type. Press Enter to search by meaning as well; Ctrl K or / opens the search on every page.",
 		"formHeading":      "Send us a message",
 		"formNote":         "This demo form sends nothing anywhere: submitting it only shows a confirmation on this page.",
 		"formName":         "Name (required)",
@@ -373,6 +391,8 @@ func uiText(lang string) map[string]string {
 			"notFoundTitle":    "Seite nicht gefunden",
 			"notFoundText":     "Unter dieser Adresse gibt es keine Seite. Der Chat in der Ecke kann die Website für Sie durchsuchen.",
 			"notFoundHome":     "Zur Startseite",
+			"searchTitle":      "Suche",
+			"searchText":       "Ergebnisse erscheinen schon beim Tippen. Mit Enter sucht die Website auch nach der Bedeutung; Strg K oder / öffnet die Suche auf jeder Seite.",
 			"formHeading":      "Schreiben Sie uns",
 			"formNote":         "Dieses Demo-Formular sendet nichts: Beim Absenden erscheint nur eine Bestätigung auf dieser Seite.",
 			"formName":         "Name (Pflichtfeld)",

@@ -83,6 +83,9 @@ var legalKind = map[string]string{"imprint": "imprint", "impressum": "imprint", 
 // (sec + guideName, else the root's): the chat's token card links to it.
 const guideName = "try-it"
 
+// Each section has a search page (sec + searchName) unless the site has its own there.
+const searchName = "search"
+
 // New loads the pages and static files. A broken page stops start-up: a site that
 // silently lost a page would be worse.
 func New(o Options) (*Site, error) {
