@@ -372,8 +372,8 @@ func checkNoInlineCode(t *testing.T, root *html.Node) {
 			}
 		}
 	}
-	if scripts != 2 {
-		t.Errorf("%d scripts, want the site's and the bridge", scripts)
+	if scripts != 3 {
+		t.Errorf("%d scripts, want the site's, the chat's and the search's", scripts)
 	}
 }
 
@@ -456,6 +456,21 @@ func checkChatTag(t *testing.T, root *html.Node) {
 	if byID(root, "sitetools-chat-launcher") != nil || len(findAll(root, func(n *html.Node) bool { return n.Data == "sitetools-chat" })) > 0 {
 		t.Errorf("the page carries chat markup of its own: the widget builds it")
 	}
+	// The site search: its module once, and its element in the header, as a dialog.
+	search := findAll(root, func(n *html.Node) bool { return n.Data == "script" && attr(n, "src") == "/webmcp/search.js" })
+	boxes := findAll(byID(root, "sitetools-header"), func(n *html.Node) bool { return n.Data == "sitetools-search" })
+	if len(search) != 1 || attr(search[0], "type") != "module" || len(boxes) != 1 || !hasAttr(boxes[0], "modal") {
+		t.Errorf("%d module scripts for /webmcp/search.js and %d <sitetools-search> in the header, want one of each (modal)", len(search), len(boxes))
+	}
+}
+
+func hasAttr(n *html.Node, key string) bool {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 func TestSiteOriginTrial(t *testing.T) {
