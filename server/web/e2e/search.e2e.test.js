@@ -210,7 +210,7 @@ function pageStyles(tab) {
 
 const QUERY = 'accessibility audits'; // 20 keystrokes
 
-test('typing shows results after every keystroke, from instant searches that pay for no embedding', async () => {
+test('typing shows results after every keystroke, from instant searches that pay for no embedding', async (t) => {
   await show(page, `${site}/`);
   const embedded = embed.calls;
   const from = seen.requests.length;
@@ -242,7 +242,7 @@ test('typing shows results after every keystroke, from instant searches that pay
   assert.equal(embed.calls, embedded, 'an embedding was paid for while typing');
   // The status line says how many, in words, once typing settles.
   await until('the status', async () => /^\d+ results?$/.test((await state(page)).status));
-  console.log(`# ${QUERY.length} keystrokes, each answered in the list: ${perKey.toFixed(0)} ms per keystroke, waiting for each answer`);
+  t.diagnostic(`${QUERY.length} keystrokes, each answered in the list: ${perKey.toFixed(0)} ms a keystroke, waiting for each answer`);
 });
 
 test('Enter asks the full search: one embedding; the same search again pays for none', async () => {
