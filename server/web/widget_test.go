@@ -66,8 +66,15 @@ func TestWidgetBundle(t *testing.T) {
 		}
 	}
 
-	// The entries share their chunks: a page that loads the chat and the bridge runs the
-	// bridge once, and the search element loads nothing twice that the chat loaded.
+	checkSharing(t, byName)
+	checkWeights(t, byName)
+}
+
+// checkSharing: the entries share their chunks: a page that loads the chat and the
+// bridge runs the bridge once, and the search element loads nothing twice that the chat
+// loaded.
+func checkSharing(t *testing.T, byName map[string]bundledFile) {
+	t.Helper()
 	chat, bridge, search := loads(t, byName, "chat.js"), loads(t, byName, "bridge.js"), loads(t, byName, "search.js")
 	for _, name := range bridge {
 		if strings.HasPrefix(name, "chunk-") && !slices.Contains(chat, name) {
@@ -83,9 +90,13 @@ func TestWidgetBundle(t *testing.T) {
 	if shared == 0 {
 		t.Errorf("search.js shares no chunk with chat.js: it loads %v, the chat %v", search, chat)
 	}
+}
 
-	// What a page loads for the chat, and what the search element adds to it, gzipped at
-	// the default level (as a proxy compresses them).
+// checkWeights: what a page loads for the chat, and what the search element adds to it,
+// gzipped at the default level (as a proxy compresses them), within their budgets.
+func checkWeights(t *testing.T, byName map[string]bundledFile) {
+	t.Helper()
+	chat, search := loads(t, byName, "chat.js"), loads(t, byName, "search.js")
 	raw, gz := weigh(t, byName, chat)
 	t.Logf("the chat widget loads %d files: %d bytes, %d gzipped (budget %d)", len(chat), raw, gz, widgetGzipBudget)
 	if gz > widgetGzipBudget {
