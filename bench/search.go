@@ -91,7 +91,7 @@ func searchScenario(ctx context.Context, svc *service, base *postgres.DB, conns 
 	sql, v := postgres.SearchSQL(svc.cfg.Embeddings.Dimensions), pgvector.NewVector(vec)
 	direct := func(ctx context.Context) ([]sitesearch.Hit, error) {
 		// Planned for its arguments on every call, as SiteIndex.Search runs it.
-		rows, err := base.Pool.Query(ctx, sql, pgx.QueryExecModeExec, searchQuery, v, searchLimit, "", "", []string{}, []string{}, "", "")
+		rows, err := base.Pool.Query(ctx, sql, pgx.QueryExecModeExec, searchQuery, v, searchLimit, "", "", []string{}, []string{}, "")
 		if err != nil {
 			return nil, err
 		}

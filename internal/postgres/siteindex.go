@@ -106,15 +106,10 @@ const rrfK = 60
 const searchSQL = `
 WITH q AS (
 	SELECT fq, sq, cq, fq || sq || cq AS aq FROM (SELECT
-		(SELECT coalesce(en.q, ''::tsquery) || coalesce(de.q, ''::tsquery) || coalesce(si.q, ''::tsquery) || coalesce(pq.q, ''::tsquery)
+		(SELECT coalesce(en.q, ''::tsquery) || coalesce(de.q, ''::tsquery) || coalesce(si.q, ''::tsquery)
 		 FROM (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('sitetools_english', $1))) l WHERE $8 <> 'de') en,
 		      (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('sitetools_german', $1))) l WHERE $8 <> 'en') de,
-		      (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('sitetools_simple', $1))) l) si,
-		      -- A word being typed: the index's commonest words that start with it.
-		      (SELECT string_agg('(' || t::text || ')', ' | ')::tsquery AS q FROM (
-		          SELECT plainto_tsquery('sitetools_english', word) || plainto_tsquery('sitetools_german', word) || plainto_tsquery('sitetools_simple', word) AS t
-		          FROM (SELECT word FROM search_vocabulary WHERE $9 <> '' AND word LIKE $9 || '%%' ORDER BY ndoc DESC, word LIMIT %[4]d) v) w
-		       WHERE numnode(t) > 0) pq) AS fq,
+		      (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM unnest(tsvector_to_array(to_tsvector('sitetools_simple', $1))) l) si) AS fq,
 		-- A synonym or a correction matches as a whole: the words of a phrase together.
 		(SELECT coalesce(string_agg('(' || t::text || ')', ' | ')::tsquery, ''::tsquery) FROM (
 			SELECT plainto_tsquery('sitetools_english', x) || plainto_tsquery('sitetools_german', x) || plainto_tsquery('sitetools_simple', x) AS t
@@ -171,13 +166,65 @@ FROM best b JOIN chunks c ON c.id = b.id JOIN pages p ON p.id = b.page_id, q
 ORDER BY b.score DESC, p.url
 LIMIT $3`
 
-// prefixWords is how many of the index's words a word being typed stands for.
-const prefixWords = 8
-
 // SearchSQL is the statement SiteIndex.Search runs for embeddings of dims dimensions, with
-// parameters (text, vector, limit, lang, pathPrefix, synonyms, corrections, analyze,
-// prefix). Benchmarks run it directly.
-func SearchSQL(dims int) string { return fmt.Sprintf(searchSQL, dims, candidates, rrfK, prefixWords) }
+// parameters (text, vector, limit, lang, pathPrefix, synonyms, corrections, analyze).
+// Benchmarks run it directly.
+func SearchSQL(dims int) string { return fmt.Sprintf(searchSQL, dims, candidates, rrfK) }
+
+// instantSQL is search_site's as-you-type search, full-text only: every word typed so far
+// must match (one of its alternatives: the word, its correction, its synonyms; in any of
+// the three parsings), and the word being typed through one of the index's commonest
+// words that start with it, so that each keystroke narrows the results as a visitor
+// expects, and a rare word keeps the work small. Parameters (terms, prefix, limit, lang,
+// pathPrefix); a term is its alternatives joined by '|'. At most instantCandidates chunks
+// are ranked: a lone common word matches most of a large site, and any of those pages
+// answers it as well as another.
+const instantSQL = `
+WITH terms AS (
+	SELECT (SELECT string_agg('(' || t::text || ')', ' | ')::tsquery FROM (
+		SELECT plainto_tsquery('sitetools_english', a) || plainto_tsquery('sitetools_german', a) || plainto_tsquery('sitetools_simple', a) AS t
+		FROM unnest(string_to_array(term, '|')) a) alts WHERE numnode(t) > 0) AS t
+	FROM unnest($1::text[]) term
+	-- A stop word of English or German matches nearly every page: it narrows nothing.
+	WHERE numnode(plainto_tsquery('sitetools_english', split_part(term, '|', 1))) > 0
+	  AND numnode(plainto_tsquery('sitetools_german', split_part(term, '|', 1))) > 0
+	UNION ALL
+	SELECT string_agg('(' || t::text || ')', ' | ')::tsquery FROM (
+		SELECT plainto_tsquery('sitetools_english', word) || plainto_tsquery('sitetools_german', word) || plainto_tsquery('sitetools_simple', word) AS t
+		FROM (SELECT word FROM search_vocabulary
+		      WHERE $2 <> '' AND word LIKE $2 || '%%'
+		        AND numnode(plainto_tsquery('sitetools_english', word)) > 0 AND numnode(plainto_tsquery('sitetools_german', word)) > 0
+		      ORDER BY ndoc DESC, word LIMIT %[1]d) v) p
+	WHERE numnode(t) > 0
+	HAVING count(*) > 0
+),
+q AS (SELECT string_agg('(' || t::text || ')', ' & ')::tsquery AS aq FROM terms WHERE t IS NOT NULL),
+cand AS (
+	SELECT c.id FROM chunks c JOIN pages p ON p.id = c.page_id, q
+	WHERE q.aq IS NOT NULL AND c.tsv @@ q.aq AND ($4 = '' OR p.lang = $4) AND p.path LIKE $5 || '%%'
+	LIMIT %[2]d
+),
+best AS (
+	SELECT DISTINCT ON (c.page_id) c.page_id, c.id, ts_rank_cd(c.tsv, q.aq, 32) AS r
+	FROM cand JOIN chunks c ON c.id = cand.id, q
+	ORDER BY c.page_id, r DESC, c.ord
+)
+SELECT p.title, p.url, c.anchor,
+       ts_headline(c.ts_config, c.body, q.aq, 'MaxWords=32, MinWords=16, MaxFragments=2, FragmentDelimiter=" … ", StartSel=**, StopSel=**'),
+       b.r, ARRAY['fulltext'], 2::float8, 1::float8
+FROM best b JOIN chunks c ON c.id = b.id JOIN pages p ON p.id = b.page_id, q
+ORDER BY b.r DESC, p.url
+LIMIT $3`
+
+// prefixWords is how many of the index's words a word being typed stands for, and
+// instantCandidates how many matching chunks an instant search ranks at most.
+const (
+	prefixWords       = 8
+	instantCandidates = 2000
+)
+
+// InstantSQL is the statement of search_site's instant mode; benchmarks run it directly.
+func InstantSQL() string { return fmt.Sprintf(instantSQL, prefixWords, instantCandidates) }
 
 // Search returns up to q.Limit pages, best first.
 func (s *SiteIndex) Search(ctx context.Context, q sitesearch.Query) ([]sitesearch.Hit, error) {
@@ -189,7 +236,13 @@ func (s *SiteIndex) Search(ctx context.Context, q sitesearch.Query) ([]sitesearc
 	// knowing that the language and the path prefix are empty, a generic plan filters the
 	// pages first and measures the distance to every chunk instead of walking the HNSW
 	// index; after a connection's fifth search it would take a hundred times longer.
-	rows, err := s.db.Pool.Query(ctx, SearchSQL(s.dims), pgx.QueryExecModeExec, q.Text, vec, q.Limit, q.Lang, q.PathPrefix, nonNil(q.Synonyms), nonNil(q.Corrections), q.Analyze, q.Prefix)
+	var rows pgx.Rows
+	var err error
+	if q.Instant {
+		rows, err = s.db.Pool.Query(ctx, InstantSQL(), pgx.QueryExecModeExec, nonNil(q.Terms), q.Prefix, q.Limit, q.Lang, q.PathPrefix)
+	} else {
+		rows, err = s.db.Pool.Query(ctx, SearchSQL(s.dims), pgx.QueryExecModeExec, q.Text, vec, q.Limit, q.Lang, q.PathPrefix, nonNil(q.Synonyms), nonNil(q.Corrections), q.Analyze)
+	}
 	if err != nil {
 		return nil, Wrap("postgres.SiteIndex.Search", err)
 	}

@@ -30,9 +30,14 @@ func TestInstantSearch(t *testing.T) {
 		t.Fatalf("%d provider calls while typing %d keystrokes, want 0", n, len(typed)-1)
 	}
 	// The start of a word is enough: "accessib" is no word of the site.
-	for _, q := range []string{"accessib", "accessibility", "accessibility au", "accessibility audit pr"} {
-		if !strings.Contains(tops[q], "/services/accessibility-audits") {
-			t.Errorf("%q: first three %q, want the accessibility audits page among them", q, tops[q])
+	for q, want := range map[string]string{
+		"accessib": "/services/accessibility-audits", "accessibility": "/services/accessibility-audits",
+		"accessibility au": "/services/accessibility-audits", "accessibility audit": "/services/accessibility-audits",
+		// Each word narrows: the page with the audits' prices.
+		"accessibility audit pric": "/pricing", "accessibility audit price": "/pricing",
+	} {
+		if !strings.Contains(tops[q], want) {
+			t.Errorf("%q: first three %q, want %s among them", q, tops[q], want)
 		}
 	}
 	// Enter: the full search, with its one provider call; again: from the cache.

@@ -248,6 +248,9 @@ func (s *searcher) search(ctx context.Context, a searchArgs) (searchOutput, erro
 	if a.Lang == "en" || a.Lang == "de" {
 		q.Analyze = a.Lang
 	}
+	if instant {
+		q.Instant, q.Terms = true, instantTerms(complete, corrected, s.opts.Synonyms, lang)
+	}
 	embedText := q.Text
 	if extra := append(slices.Clone(q.Corrections), q.Synonyms...); len(extra) > 0 && s.opts.LexicalEmbedder {
 		embedText += " (" + strings.Join(extra, ", ") + ")"
@@ -274,6 +277,24 @@ func (s *searcher) search(ctx context.Context, a searchArgs) (searchOutput, erro
 		*o = s.outcome(hits) // a keystroke is no search of its own
 	}
 	return searchOutput{Results: hits, Degraded: degraded, Corrected: corrected}, nil
+}
+
+// instantTerms are the complete words of an as-you-type query, each with its
+// alternatives (its correction, its synonyms) joined by '|', for Query.Terms.
+func instantTerms(complete string, corrected map[string]string, synonyms *Synonyms, lang string) []string {
+	var terms []string
+	for _, w := range queryWords(complete) {
+		alts := []string{w}
+		if c, ok := corrected[w]; ok {
+			alts = append(alts, c)
+		}
+		alts = append(alts, synonyms.Expand(w, lang)...)
+		for i, a := range alts {
+			alts[i] = strings.ReplaceAll(a, "|", " ")
+		}
+		terms = append(terms, strings.Join(alts, "|"))
+	}
+	return terms
 }
 
 // splitTyping splits an as-you-type query into its complete words and the word being

@@ -142,8 +142,14 @@ type Query struct {
 	Corrections []string
 	// Analyze is the language Text's words are stemmed in: "en", "de", or "" both.
 	Analyze string
-	// Prefix is a word being typed (search_site's instant mode): the index's commonest
-	// words that start with it are searched for beside Text's. "" none.
+	// Instant is search_site's as-you-type mode: full-text only, every one of Terms must
+	// match, and the word being typed (Prefix, "" none) through one of the index's
+	// commonest words that start with it. Text, Synonyms, Corrections and Vector are
+	// then not used.
+	Instant bool
+	// Terms are the words typed so far, each with its alternatives (its correction, its
+	// synonyms) joined by '|'.
+	Terms      []string
 	Prefix     string
 	Vector     []float32 // nil: full-text only
 	Limit      int

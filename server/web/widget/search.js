@@ -30,7 +30,7 @@ import { fill, languageOf, stringsFor } from './strings.js';
 
 export const TAG = 'sitetools-search';
 export const MIN_CHARS = 2; // a shorter query shows nothing and asks nothing
-export const INSTANT_MS = 50; // after a keystroke: results follow every key of normal typing
+export const INSTANT_MS = 16; // after a keystroke (a frame): keys faster than that share one request
 export const PAUSE_MS = 700; // without typing: the full search
 export const LIMIT = 8;
 const RETRY_MS = 2000; // a 429 without Retry-After
