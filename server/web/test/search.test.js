@@ -114,28 +114,29 @@ describe('Typeahead', () => {
     assert.ok(calls.every((x) => x.args.mode === 'instant'));
   });
 
-  it('asks once for a burst of keys faster than INSTANT_MS', async () => {
-    const { calls, type } = setup();
-    await type('accessibility', 10);
-    assert.deepEqual(calls, []);
-    const { calls: calls2, type: type2, c } = setup();
-    await type2('accessibility', 10);
+  it('asks at once after a quiet moment, and once per INSTANT_MS for keys faster than that', async () => {
+    const { c, calls, ta, type } = setup();
+    ta.input('ac');
+    assert.deepEqual(modes(calls), [['ac', 'instant']], 'the first key asks at once');
+    await type('accessibility', 4, 'ac'); // 11 keys in 44 ms
     await c.tick(INSTANT_MS);
-    assert.deepEqual(modes(calls2), [['accessibility', 'instant']]);
+    assert.ok(calls.length <= 1 + Math.ceil(44 / INSTANT_MS) + 1, `${calls.length} requests for 12 keys in 44 ms`);
+    assert.deepEqual(modes(calls).at(-1), ['accessibility', 'instant'], 'the last asks for the text in the field');
+    assert.ok(calls.slice(0, -1).every((x) => x.signal.aborted), 'the older ones are aborted');
   });
 
   it('asks the full search at once on Enter, once per text', async () => {
     const { c, calls, shown, ta } = setup();
     ta.input('cloud costs');
     ta.enter();
-    assert.deepEqual(modes(calls), [['cloud costs', 'full']], 'no instant search before it');
+    assert.deepEqual(modes(calls), [['cloud costs', 'instant'], ['cloud costs', 'full']], 'the full search at once');
     ta.enter();
     await c.tick(PAUSE_MS * 2);
-    assert.equal(calls.length, 1, 'not again while it is under way, nor after the pause');
-    calls[0].results(page('Cloud'));
+    assert.equal(calls.length, 2, 'not again while it is under way, nor after the pause');
+    calls[1].results(page('Cloud'));
     await flush();
     ta.enter();
-    assert.equal(calls.length, 1, 'nor once it is known');
+    assert.equal(calls.length, 2, 'nor once it is known');
     assert.deepEqual([shown.at(-1).mode, shown.at(-1).results], ['full', page('Cloud')]);
   });
 
@@ -165,14 +166,15 @@ describe('Typeahead', () => {
     const { c, calls, ta } = setup();
     ta.input('blog');
     ta.enter();
+    assert.deepEqual(modes(calls), [['blog', 'instant'], ['blog', 'full']]);
     ta.input('blogs');
-    assert.equal(calls[0].signal.aborted, true);
+    assert.equal(calls[1].signal.aborted, true);
     await c.tick(INSTANT_MS);
-    assert.deepEqual(modes(calls).slice(1), [['blogs', 'instant']]);
+    assert.deepEqual(modes(calls).slice(2), [['blogs', 'instant']]);
     // A trailing space does not change the full search's text.
     ta.enter();
     ta.input('blogs ');
-    assert.equal(calls[2].signal.aborted, false);
+    assert.equal(calls[3].signal.aborted, false);
   });
 
   it('shows a text searched before without asking again', async () => {

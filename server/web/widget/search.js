@@ -12,7 +12,8 @@
 // it searches by meaning too), Escape closes.
 //
 // Every search is the registry's search_site through POST /api/chat/tools, as for the
-// chat and the bridge. A keystroke asks, INSTANT_MS after it, mode "instant": by words
+// chat and the bridge. A keystroke asks at once (keys closer together than INSTANT_MS
+// share one request), mode "instant": by words
 // alone, the last one as the start of a word; no paid call, a quarter of a call of the
 // rate limit. Enter, or PAUSE_MS without typing, asks the full search (words and meaning:
 // the query's embedding goes through the site's cost guard and cache), once per text.
@@ -30,7 +31,7 @@ import { fill, languageOf, stringsFor } from './strings.js';
 
 export const TAG = 'sitetools-search';
 export const MIN_CHARS = 2; // a shorter query shows nothing and asks nothing
-export const INSTANT_MS = 16; // after a keystroke (a frame): keys faster than that share one request
+export const INSTANT_MS = 16; // keys closer together than this (a frame) share one request
 export const PAUSE_MS = 700; // without typing: the full search
 export const LIMIT = 8;
 const RETRY_MS = 2000; // a 429 without Retry-After
@@ -145,6 +146,7 @@ export class Typeahead {
   #seq = 0;
   #shown = 0;
   #until = 0; // no request before this (a 429's Retry-After)
+  #lastInstant = -Infinity; // when the last instant search was asked
 
   constructor({ search, show, busy = () => {}, timers = globalThis, now = () => Date.now(), args = {} }) {
     this.#search = search;
@@ -189,7 +191,11 @@ export class Typeahead {
       this.#shown = ++this.#seq;
       this.#show(text, 'instant', instant, false);
     } else {
-      this.#later('instant', INSTANT_MS);
+      // The first key after a quiet moment asks at once; keys closer together than
+      // INSTANT_MS share one request, at the end of that moment.
+      const since = this.#now() - this.#lastInstant;
+      if (since >= INSTANT_MS) this.#run('instant');
+      else this.#later('instant', INSTANT_MS - since);
     }
     this.#later('full', PAUSE_MS);
   }
@@ -243,6 +249,7 @@ export class Typeahead {
       return;
     }
     this.#abort(mode);
+    if (mode === 'instant') this.#lastInstant = this.#now();
     const ctrl = new AbortController();
     const seq = ++this.#seq;
     const flight = { query, ctrl };
