@@ -47,12 +47,15 @@ fuzz:
 	@url=$$($(PG) start) && \
 	  TEST_DATABASE_URL=$$url $(GO) test ./server -run '^$$' -fuzz '^FuzzCallBody$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s
 
-## bench: throughput and latency against baselines measured in the same run
-bench:
+## bench: throughput and latency against baselines measured in the same run; then in Chromium,
+## the chat's rendering and the site search's keystroke-to-results through Next.js
+## (docs/benchmarks-browser-search.md)
+bench: build
 	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; } || \
 	  { echo "make bench needs wrk (apt-get install wrk)" >&2; exit 1; }
 	@url=$$($(PG) start) && TEST_DATABASE_URL=$$url $(GO) run ./bench && \
-	  deploy/dev/browser.sh chromium && cd server/web && node bench/render.bench.js
+	  deploy/dev/browser.sh && cd server/web && { node bench/render.bench.js; render=$$?; \
+	  TEST_DATABASE_URL=$$url SITETOOLS_BIN=$(CURDIR)/bin/sitetools GO=$(GO) node bench/search.bench.js && exit $$render; }
 
 ## bench-semantic: the relevance questions through a real sentence model (the Universal Sentence
 ## Encoder lite on Node, bench/semantic): the query embedded as asked vs. with its synonyms and
