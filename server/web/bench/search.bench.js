@@ -12,8 +12,8 @@
 // searches (the queries the keystrokes asked) sent again from Node straight to
 // sitetools, with the handler's own time as sitetools logs it, each followed by the same
 // request through `next start`. The report splits a keystroke into the element's wait
-// before it asks, the request as the browser's Resource Timing sees it,
-// and the answer to the results laid out.
+// before it asks, the request as the browser's Resource Timing sees it, and the answer
+// to the results laid out.
 //
 //   cd server/web && TEST_DATABASE_URL=… SITETOOLS_BIN=…/bin/sitetools node bench/search.bench.js
 //   (make bench runs it after render.bench.js)
