@@ -365,7 +365,9 @@ func table(b *strings.Builder, rows [][]string) {
 
 const docHeader = `# Benchmarks
 
-This file is rewritten by every ` + "`make bench`" + ` (bench/main.go); do not edit it by hand.
+This file is rewritten by every ` + "`make bench`" + ` (bench/main.go); do not edit it by hand. The browser
+benchmarks of the same run write [benchmarks-browser-search.md](benchmarks-browser-search.md)
+(the site search, keystroke to results through ` + "`next start`" + `).
 
 **Method.** Each scenario of the first table compares a *subject* with a *baseline* that gives the
 same answer. Most subjects are the real service, built in-process as ` + "`sitetools serve`" + ` builds it,
