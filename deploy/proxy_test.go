@@ -109,7 +109,7 @@ func checkProxiedStream(t *testing.T, up *fakeSitetools, base, addr, path string
 	// The fake holds the second event back until the first one arrived:
 	// through a buffering proxy neither the answer's header nor its
 	// first event arrive while the stream is open.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+path, strings.NewReader(`{"hello":"stream"}`))
 	req.Header.Set("Content-Type", "application/json")
@@ -135,6 +135,7 @@ func checkProxiedStream(t *testing.T, up *fakeSitetools, base, addr, path string
 				events <- line
 			}
 		}
+		errc <- fmt.Errorf("the stream ended: %v", sc.Err()) // why, for whoever waits
 	}()
 	select {
 	case ev := <-events:
