@@ -72,7 +72,7 @@ func Build(ctx context.Context, cfg config.Config, opts Options) (svc *Service, 
 		s.Metrics = prometheus.NewRegistry()
 	}
 	if s.DB == nil {
-		if s.DB, err = postgres.Open(ctx, cfg.DatabaseURL, cfg.DatabaseMaxConns); err != nil {
+		if s.DB, err = postgres.Open(ctx, cfg.DatabaseURL, cfg.DatabaseMaxConns, VectorSearch(cfg)); err != nil {
 			return nil, err
 		}
 		s.closers = append(s.closers, s.DB.Close)

@@ -147,3 +147,9 @@ func LoadSynonyms(path string) (*sitesearch.Synonyms, error) {
 	}
 	return s, nil
 }
+
+// VectorSearch is the pool option that sets SEARCH_EF_SEARCH and SEARCH_ITERATIVE_SCAN on
+// every connection; a configuration without the search area gets postgres' defaults.
+func VectorSearch(cfg config.Config) postgres.Option {
+	return postgres.WithVectorSearch(postgres.VectorSearch{EFSearch: cfg.Search.EFSearch, IterativeScan: cfg.Search.IterativeScan})
+}

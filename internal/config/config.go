@@ -141,7 +141,19 @@ type Search struct {
 	// counts searches that found nothing by (SEARCH_RELEVANT_DISTANCE, a cosine distance
 	// from 0 to 2; 0: words and synonyms alone).
 	RelevantDistance float64
+	// EFSearch and IterativeScan are how search walks the HNSW index, set on every
+	// database connection: hnsw.ef_search (SEARCH_EF_SEARCH, 1 to 1000) and
+	// hnsw.iterative_scan (SEARCH_ITERATIVE_SCAN: off, relaxed_order, strict_order).
+	EFSearch      int
+	IterativeScan string
 }
+
+// The vector search's defaults, postgres.DefaultEFSearch and postgres.DefaultIterativeScan
+// (the configuration does not import what it configures; a test keeps them equal).
+const (
+	DefaultEFSearch      = 100
+	DefaultIterativeScan = "relaxed_order"
+)
 
 // Retention says how long the rows that grow with use are kept; a zero field keeps them.
 // See postgres.Retention, which it converts to.
@@ -224,6 +236,13 @@ func Load(getenv func(string) string, areas ...Area) (Config, error) {
 			}
 			if c.Search.RelevantDistance = l.float("SEARCH_RELEVANT_DISTANCE", 0); c.Search.RelevantDistance > 2 {
 				l.fail("SEARCH_RELEVANT_DISTANCE", "must be a cosine distance from 0 to 2")
+			}
+			c.Search.EFSearch = l.integer("SEARCH_EF_SEARCH", DefaultEFSearch, 1, 1000)
+			switch c.Search.IterativeScan = l.str("SEARCH_ITERATIVE_SCAN", DefaultIterativeScan); c.Search.IterativeScan {
+			case "off", "relaxed_order", "strict_order":
+			default:
+				l.fail("SEARCH_ITERATIVE_SCAN", fmt.Sprintf("must be off, relaxed_order or strict_order, got %q", c.Search.IterativeScan))
+				c.Search.IterativeScan = DefaultIterativeScan
 			}
 		case AreaChat:
 			c.Chat.load(l)

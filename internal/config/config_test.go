@@ -206,3 +206,26 @@ func TestConfigIngest(t *testing.T) {
 		}
 	}
 }
+
+// TestVectorSearch: SEARCH_EF_SEARCH and SEARCH_ITERATIVE_SCAN have defaults, take the
+// values pgvector accepts, and name themselves when they are wrong.
+func TestVectorSearch(t *testing.T) {
+	load := func(env map[string]string) (config.Search, error) {
+		cfg, err := config.Load(func(k string) string { return env[k] }, config.AreaSearch)
+		return cfg.Search, err
+	}
+	s, err := load(nil)
+	if err != nil || s.EFSearch != config.DefaultEFSearch || s.IterativeScan != config.DefaultIterativeScan {
+		t.Errorf("defaults: %+v, %v", s, err)
+	}
+	s, err = load(map[string]string{"SEARCH_EF_SEARCH": "400", "SEARCH_ITERATIVE_SCAN": "off"})
+	if err != nil || s.EFSearch != 400 || s.IterativeScan != "off" {
+		t.Errorf("set: %+v, %v", s, err)
+	}
+	for name, value := range map[string]string{"SEARCH_EF_SEARCH": "1001", "SEARCH_ITERATIVE_SCAN": "relaxed"} {
+		_, err := load(map[string]string{name: value})
+		if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), value) {
+			t.Errorf("%s=%s: %v; want an error naming the variable and the value", name, value, err)
+		}
+	}
+}

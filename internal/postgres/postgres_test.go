@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/sitetools/sitetools/internal/postgres"
@@ -106,5 +107,40 @@ func TestStopWordsWithAccents(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("to_tsvector(%s, %q) = %s, want %s", tc.config, tc.text, got, tc.want)
 		}
+	}
+}
+
+// TestOpenSetsVectorSearch: every connection of the pool searches the HNSW index with the
+// ef_search and iterative scan asked for, or with the defaults.
+func TestOpenSetsVectorSearch(t *testing.T) {
+	url := pgtest.NewURL(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		opts      []postgres.Option
+		ef        string
+		iterative string
+	}{
+		{nil, strconv.Itoa(postgres.DefaultEFSearch), postgres.DefaultIterativeScan},
+		{[]postgres.Option{postgres.WithVectorSearch(postgres.VectorSearch{EFSearch: 60, IterativeScan: "strict_order"})}, "60", "strict_order"},
+		{[]postgres.Option{postgres.WithVectorSearch(postgres.VectorSearch{EFSearch: 400})}, "400", postgres.DefaultIterativeScan},
+	} {
+		db, err := postgres.Open(ctx, url, 1, c.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ef, iterative string
+		// The settings are pgvector's once its library is loaded in the session.
+		err = db.Pool.QueryRow(ctx, `SELECT ('[1,0]'::vector <=> '[0,1]'::vector)::text, current_setting('hnsw.ef_search'),
+			current_setting('hnsw.iterative_scan')`).Scan(new(string), &ef, &iterative)
+		db.Close()
+		if err != nil || ef != c.ef || iterative != c.iterative {
+			t.Errorf("hnsw.ef_search %q, hnsw.iterative_scan %q (%v); want %q, %q", ef, iterative, err, c.ef, c.iterative)
+		}
+	}
+	if _, err := postgres.Open(ctx, url, 1, postgres.WithVectorSearch(postgres.VectorSearch{EFSearch: 1001})); err == nil {
+		t.Error("Open took hnsw.ef_search 1001")
+	}
+	if _, err := postgres.Open(ctx, url, 1, postgres.WithVectorSearch(postgres.VectorSearch{IterativeScan: "on"})); err == nil {
+		t.Error("Open took hnsw.iterative_scan on")
 	}
 }
