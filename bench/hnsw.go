@@ -18,9 +18,11 @@ import (
 
 // The HNSW recall measurement: vectors in tables of their own database, indexed as the
 // service indexes chunks.embedding, queried with the ordering of search_site's vector
-// half, against exact search by the same query on a sequential scan. Two datasets: a
-// Gaussian mixture, structured like embeddings, on which the goal is judged, and
-// uniformly random directions, the worst case, shown for information.
+// half, against exact search by the same query on a sequential scan. Three datasets:
+// site-shaped vectors (bench/hnsw_site.go), shaped as a sentence model's vectors of a
+// site's chunks are, on which the goal is judged, with and without search_site's
+// language and path filters; a Gaussian mixture of isotropic clusters; and uniformly
+// random directions, the worst case. The last two are shown for information.
 const (
 	hnswName     = "HNSW recall@10"
 	hnswDatabase = "sitetools_bench_hnsw"
@@ -44,7 +46,7 @@ var mixSigma = mixNoise / math.Sqrt(hnswDims)
 
 // hnswDataset is one table of vectors and how its rows and queries follow from the seed.
 type hnswDataset struct {
-	key   string // "mixture", "uniform"
+	key   string // "site", "mixture", "uniform"
 	table string
 	index string
 	// generator names how the vectors follow from the seed; change it with the code.
@@ -54,10 +56,27 @@ type hnswDataset struct {
 	// with the next vector and returns it.
 	rows, queries func(seed uint64) func(buf []float32) []float32
 	about         string // what the vectors are, for the report
+	// meta, when set, gives row id (from 1) a language and a path: the table has them as
+	// columns, and the filtered queries of search_site are measured on it.
+	meta func(id int) (lang, path string)
 }
 
 func hnswDatasets() []hnswDataset {
 	return []hnswDataset{
+		{
+			key:       "site",
+			table:     "bench_vectors_site",
+			index:     "bench_vectors_site_embedding_hnsw_384",
+			generator: siteGenerator,
+			gated:     true,
+			rows:      siteRowsOf,
+			queries: func(seed uint64) func([]float32) []float32 {
+				next := siteQueriesOf(seed)
+				return func(buf []float32) []float32 { return append(buf[:0], next().vec...) }
+			},
+			meta:  siteRowMeta,
+			about: siteAbout(),
+		},
 		{
 			key:   "mixture",
 			table: "bench_vectors_mixture",
@@ -136,12 +155,21 @@ type hnswLevel struct {
 	worst    float64 // the lowest of one query
 	poor     int     // queries that found fewer than half of their exact top k
 	p50, p99 time.Duration
+	// With a filter: the mean number of candidates that came back (of hnswCandidates),
+	// and how many queries got fewer than k.
+	returned float64
+	short    int
 }
 
 type hnswResult struct {
 	d         hnswDataset
 	s         hnswSettings
 	serviceEF int // hnsw.ef_search on a connection opened as the service opens its own
+	// serviceScan is hnsw.iterative_scan on such a connection.
+	serviceScan string
+	// With a dataset's meta: its filtered queries, and its structure.
+	filtered  []*hnswFiltered
+	structure *siteStructure
 	built     bool
 	loadTime  time.Duration
 	buildTime time.Duration
@@ -209,7 +237,7 @@ func measureDataset(ctx context.Context, db *postgres.DB, dbURL string, d hnswDa
 		return nil, err
 	}
 	var err error
-	if res.serviceEF, err = serviceEFSearch(ctx, db); err != nil {
+	if res.serviceEF, res.serviceScan, err = serviceVectorSearch(ctx, db); err != nil {
 		return nil, err
 	}
 
@@ -239,7 +267,8 @@ func measureDataset(ctx context.Context, db *postgres.DB, dbURL string, d hnswDa
 	efs := slices.Clone(s.efSearch)
 	efs = append(efs, res.serviceEF)
 	slices.Sort(efs)
-	for _, ef := range slices.Compact(efs) {
+	efs = slices.Compact(efs)
+	for _, ef := range efs {
 		l, err := measureLevel(ctx, c, d, queries, exact, ef)
 		if err != nil {
 			return nil, err
@@ -247,8 +276,18 @@ func measureDataset(ctx context.Context, db *postgres.DB, dbURL string, d hnswDa
 		res.levels = append(res.levels, l)
 		fmt.Fprintf(progress, "%s, %s: ef_search %d: recall %.3f, p50 %s\n", hnswName, d.key, ef, l.recall, duration(l.p50))
 	}
-	// Back to the service's value before the connection returns to the pool.
+	if d.meta != nil {
+		if res.filtered, err = measureFiltered(ctx, c, d, s, efs, progress); err != nil {
+			return nil, err
+		}
+		st := measureSiteStructure(s.seed)
+		res.structure = &st
+	}
+	// Back to the service's values before the connection returns to the pool.
 	if _, err := c.Exec(ctx, fmt.Sprintf(`SET hnsw.ef_search = %d`, res.serviceEF)); err != nil {
+		return nil, err
+	}
+	if _, err := c.Exec(ctx, `SET hnsw.iterative_scan = `+res.serviceScan); err != nil {
 		return nil, err
 	}
 	return res, nil

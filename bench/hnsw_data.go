@@ -85,7 +85,7 @@ func loadVectors(ctx context.Context, db *postgres.DB, d hnswDataset, s hnswSett
 		`DELETE FROM bench_meta WHERE name = '` + d.table + `'`,
 		`DROP TABLE IF EXISTS ` + d.table,
 		// Untyped, as chunks.embedding: the dimension is in the index's cast.
-		`CREATE TABLE ` + d.table + ` (id integer PRIMARY KEY, embedding vector NOT NULL)`,
+		`CREATE TABLE ` + d.table + ` (id integer PRIMARY KEY, embedding vector NOT NULL` + metaColumns(d) + `)`,
 	} {
 		if _, err := pool.Exec(ctx, stmt); err != nil {
 			return err
@@ -95,12 +95,21 @@ func loadVectors(ctx context.Context, db *postgres.DB, d hnswDataset, s hnswSett
 	next := d.rows(s.seed)
 	buf := make([]float32, hnswDims)
 	i := 0
-	n, err := pool.CopyFrom(ctx, pgx.Identifier{d.table}, []string{"id", "embedding"}, pgx.CopyFromFunc(func() ([]any, error) {
+	columns := []string{"id", "embedding"}
+	if d.meta != nil {
+		columns = append(columns, "lang", "path")
+	}
+	n, err := pool.CopyFrom(ctx, pgx.Identifier{d.table}, columns, pgx.CopyFromFunc(func() ([]any, error) {
 		if i == s.rows {
 			return nil, nil
 		}
 		i++
-		return []any{i, pgvector.NewVector(next(buf))}, nil
+		row := []any{i, pgvector.NewVector(next(buf))}
+		if d.meta != nil {
+			lang, path := d.meta(i)
+			row = append(row, lang, path)
+		}
+		return row, nil
 	}))
 	if err != nil {
 		return fmt.Errorf("COPY: %w", err)
@@ -110,6 +119,15 @@ func loadVectors(ctx context.Context, db *postgres.DB, d hnswDataset, s hnswSett
 	}
 	res.loadTime = time.Since(begin)
 	return nil
+}
+
+// metaColumns are the columns a dataset with meta has besides id and embedding, as pages
+// has them for search_site's filters.
+func metaColumns(d hnswDataset) string {
+	if d.meta == nil {
+		return ""
+	}
+	return `, lang text NOT NULL, path text NOT NULL`
 }
 
 // buildIndex builds the HNSW index as the service builds chunks', on a connection of its
@@ -146,20 +164,23 @@ func buildIndex(ctx context.Context, dbURL string, d hnswDataset, res *hnswResul
 	return nil
 }
 
-// serviceEFSearch is hnsw.ef_search on a fresh pool connection opened as the service
-// opens its own: postgres.Open's AfterConnect sets it on every connection.
-func serviceEFSearch(ctx context.Context, db *postgres.DB) (int, error) {
+// serviceVectorSearch is hnsw.ef_search and hnsw.iterative_scan on a fresh pool
+// connection opened as the service opens its own: postgres.Open's AfterConnect sets them
+// on every connection.
+func serviceVectorSearch(ctx context.Context, db *postgres.DB) (ef int, scan string, err error) {
 	c, err := db.Pool.Acquire(ctx)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	defer c.Release()
 	var v string
-	// The setting exists once pgvector's library is loaded in the session.
-	if err := c.QueryRow(ctx, `SELECT ('[1,0]'::vector <=> '[0,1]'::vector)::text, current_setting('hnsw.ef_search')`).Scan(new(string), &v); err != nil {
-		return 0, err
+	// The settings exist once pgvector's library is loaded in the session.
+	if err := c.QueryRow(ctx, `SELECT ('[1,0]'::vector <=> '[0,1]'::vector)::text, current_setting('hnsw.ef_search'),
+		current_setting('hnsw.iterative_scan')`).Scan(new(string), &v, &scan); err != nil {
+		return 0, "", err
 	}
-	return strconv.Atoi(v)
+	ef, err = strconv.Atoi(v)
+	return ef, scan, err
 }
 
 // checkPlans makes sure the index side uses the HNSW index and the exact side does not,

@@ -70,7 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	fs.IntVar(&s.hnsw.rows, "hnsw-rows", 100_000, "random vectors in the HNSW recall table")
 	fs.IntVar(&s.hnsw.queries, "hnsw-queries", 200, "random query vectors for HNSW recall")
 	fs.Uint64Var(&s.hnsw.seed, "hnsw-seed", 1, "seed of the HNSW table's and queries' random vectors")
-	efSearch := fs.String("ef-search", "40,100,200,400,1000", "hnsw.ef_search values to measure recall at (the service's own is always added)")
+	efSearch := fs.String("ef-search", "20,40,60,80,100,200,400,1000", "hnsw.ef_search values to measure recall at (the service's own is always added)")
 	if err := fs.Parse(args); err != nil {
 		return s, err
 	}

@@ -449,20 +449,7 @@ sending 20× the limit, in alternating rounds; the polite client's window starts
 client's burst allowance is spent. Goal: the polite client sees no 429 and a p99 under 2× its p99
 alone.
 
-**HNSW recall@10** is measured after the load, in a database of its own (` + "`" + hnswDatabase + "`" + `),
-on two tables of 100 000 vectors of 384 dimensions from a fixed seed, each indexed as the service
-indexes ` + "`chunks.embedding`" + `. The goal (≥ 0.95 at the ` + "`hnsw.ef_search`" + ` the service sets on every
-connection) is judged on a Gaussian mixture structured like embeddings: 1 000 centres drawn
-uniformly from the unit sphere, each vector a centre picked uniformly plus isotropic normal noise
-of σ = 2/√384 per coordinate (noise twice as long as the centre), normalised; the queries are
-drawn from the same mixture, not taken from the table. Uniformly random unit vectors, the worst
-case for an approximate index (every point nearly equidistant), are measured too, for
-information. A table is kept between runs: a meta table records its generator, seed and size, a
-matching table is reused, and otherwise it is loaded anew (COPY) and indexed, and the build time
-reported. For each query vector, the ids of the top 10 by the index at a given ` + "`hnsw.ef_search`" + `
-are compared with the exact top 10 of the same query on a sequential scan; recall@10 is the mean
-overlap. The other ` + "`ef_search`" + ` values show what changing it would buy, and at what latency.
-
+` + hnswMethod + `
 ## Latest run
 
 `
