@@ -115,6 +115,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	cfg.Version = Version()
 	logger := newLogger(stderr, cfg.LogLevel)
+	// The request lines still buffered are written before the process ends.
+	defer logger.Handler().(*logs.JSON).Flush()
 	// Load the tokenizer now rather than on the first query.
 	if err := llm.LoadTokenizer(); err != nil {
 		logger.Warn("token estimates fall back to a character count", "err", err.Error())

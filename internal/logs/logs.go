@@ -1,7 +1,8 @@
 // Package logs is the service's JSON log: slog's JSONHandler, plus a fast path for the
 // one line it writes per HTTP request. That line has a fixed shape, so it is formatted
 // directly into a pooled buffer, byte for byte as the JSONHandler would format it (a
-// test compares the two), at a fraction of the cost.
+// test compares the two), at a fraction of the cost, and written together with the
+// lines of the requests beside it (see lineWriter): call Flush before the process ends.
 package logs
 
 import (
@@ -17,7 +18,7 @@ import (
 // JSON is a slog.Handler writing JSON lines to one writer.
 type JSON struct {
 	*slog.JSONHandler
-	w *lockedWriter
+	w *lineWriter
 
 	// second is the request lines' last second formatted, up to the fraction; the
 	// zone after the fraction. A second is formatted once, not once per line.
@@ -59,22 +60,12 @@ func (h *JSON) appendTime(b []byte, t time.Time) []byte {
 
 // NewJSON returns a handler writing to w at level and above.
 func NewJSON(w io.Writer, level slog.Leveler) *JSON {
-	lw := &lockedWriter{w: w}
+	lw := &lineWriter{w: w}
 	return &JSON{JSONHandler: slog.NewJSONHandler(lw, &slog.HandlerOptions{Level: level}), w: lw}
 }
 
-// lockedWriter makes the handler's writes and the fast path's one at a time, as the
-// JSONHandler's own writes are.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
+// Flush writes the request lines not yet written; the handler stays usable.
+func (h *JSON) Flush() error { return h.w.Flush() }
 
 // Attr is a string attribute of a request line.
 type Attr struct{ Key, Value string }
@@ -119,7 +110,12 @@ func (h *JSON) Request(ctx context.Context, t time.Time, level slog.Level, msg, 
 		b = append(b, '"')
 	}
 	b = append(b, "}\n"...)
-	_, _ = h.w.Write(b)
+	if level >= slog.LevelError {
+		// A server error is written at once, with the lines before it.
+		_, _ = h.w.Write(b)
+	} else {
+		h.w.line(b)
+	}
 	*bp = b
 	bufs.Put(bp)
 	return true

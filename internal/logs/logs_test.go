@@ -45,6 +45,9 @@ func TestRequestLineIsSlogs(t *testing.T) {
 				if err := slog.NewJSONHandler(&slow, &slog.HandlerOptions{Level: slog.LevelDebug}).Handle(context.Background(), r); err != nil {
 					t.Fatal(err)
 				}
+				if err := h.Flush(); err != nil {
+					t.Fatal(err)
+				}
 				if fast.String() != slow.String() {
 					t.Errorf("fast:\n%s\nslog:\n%s", fast.String(), slow.String())
 				}
