@@ -169,31 +169,38 @@ func (a *App) requestScheme(r *http.Request) string {
 // ALLOWED_HOSTS (the Host a reverse proxy on the same machine passes on). A page that
 // rebinds its own name to 127.0.0.1 then reaches nothing: not the index, not the chat's
 // budget, not /mcp.
-func (a *App) checkHost(next echo.HandlerFunc) echo.HandlerFunc {
+//
+// echo applies a middleware to its handler anew on every request: what does not depend
+// on the request is worked out here, once, not in the function it returns.
+func (a *App) checkHost() echo.MiddlewareFunc {
 	allowed := slices.Clone(a.cfg.AllowedHosts)
 	if a.cfg.SiteURL != "" {
 		if u, err := url.Parse(a.cfg.SiteURL); err == nil {
 			allowed = append(allowed, strings.ToLower(u.Hostname()))
 		}
 	}
-	return func(c echo.Context) error {
-		local, ok := c.Request().Context().Value(http.LocalAddrContextKey).(net.Addr)
-		if !ok {
-			return next(c)
-		}
-		tcp, ok := local.(*net.TCPAddr)
-		if !ok || !tcp.IP.IsLoopback() {
-			return next(c)
-		}
-		host := hostOnly(c.Request().Host)
-		if host == "localhost" || strings.HasSuffix(host, ".localhost") || slices.Contains(allowed, host) {
-			return next(c)
-		}
-		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-			return next(c)
-		}
-		return tools.Errorf(CodeOriginNotAllowed, "host %q is not allowed here; if a reverse proxy on this machine passes it on, add it to ALLOWED_HOSTS", tools.Truncate(host, 64))
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error { return hostAllowed(c, allowed, next) }
 	}
+}
+
+func hostAllowed(c echo.Context, allowed []string, next echo.HandlerFunc) error {
+	local, ok := c.Request().Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return next(c)
+	}
+	tcp, ok := local.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsLoopback() {
+		return next(c)
+	}
+	host := hostOnly(c.Request().Host)
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") || slices.Contains(allowed, host) {
+		return next(c)
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return next(c)
+	}
+	return tools.Errorf(CodeOriginNotAllowed, "host %q is not allowed here; if a reverse proxy on this machine passes it on, add it to ALLOWED_HOSTS", tools.Truncate(host, 64))
 }
 
 // cors answers preflights and sets CORS headers for allowed origins. No credentials:
@@ -210,14 +217,15 @@ func (a *App) cors() echo.MiddlewareFunc {
 	})
 	withCORS := echo.WrapMiddleware(c.Handler)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		handle := withCORS(next)
 		return func(ctx echo.Context) error {
 			// Without an Origin there is nothing for CORS to do but say the answer varies.
 			if ctx.Request().Header.Get("Origin") == "" {
 				ctx.Response().Header().Add("Vary", "Origin")
 				return next(ctx)
 			}
-			return handle(ctx)
+			// Wrapped here, for the requests that need it, as echo applies a middleware
+			// anew on every request.
+			return withCORS(next)(ctx)
 		}
 	}
 }
@@ -235,17 +243,21 @@ func (a *App) checkOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // requireToken guards the admin listener with the bearer ADMIN_TOKEN.
-func (a *App) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
+func (a *App) requireToken() echo.MiddlewareFunc {
 	want := sha256.Sum256([]byte(a.cfg.AdminToken))
-	return func(c echo.Context) error {
-		got, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
-		sum := sha256.Sum256([]byte(got))
-		if !ok || a.cfg.AdminToken == "" || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
-			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="sitetools-admin"`)
-			return tools.Errorf(CodeUnauthorized, "missing or wrong bearer token")
-		}
-		return next(c)
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error { return tokenValid(c, a.cfg.AdminToken, want, next) }
 	}
+}
+
+func tokenValid(c echo.Context, token string, want [sha256.Size]byte, next echo.HandlerFunc) error {
+	got, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+	sum := sha256.Sum256([]byte(got))
+	if !ok || token == "" || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="sitetools-admin"`)
+		return tools.Errorf(CodeUnauthorized, "missing or wrong bearer token")
+	}
+	return next(c)
 }
 
 // methodNotAllowed answers a method the route does not serve.

@@ -10,7 +10,7 @@ import (
 func (a *App) publicRoutes() *echo.Echo {
 	e := a.newEcho()
 	e.IPExtractor = ipExtractor(a.cfg.TrustedProxies)
-	e.Use(a.recoverer, a.observe, a.checkHost)
+	e.Use(a.recoverer, a.observe, a.checkHost())
 
 	e.GET("/healthz", a.healthz)
 	e.GET("/readyz", a.readyz)
@@ -50,7 +50,7 @@ func (a *App) publicRoutes() *echo.Echo {
 func (a *App) adminRoutes() *echo.Echo {
 	e := a.newEcho()
 	e.IPExtractor = ipExtractor(nil)
-	e.Use(a.recoverer, a.observe, a.requireToken)
+	e.Use(a.recoverer, a.observe, a.requireToken())
 	e.GET("/metrics", a.metricsHandler())
 	e.GET("/admin/usage", a.usageReport)
 	e.GET("/admin/report", a.insightsReport)
