@@ -99,10 +99,21 @@ const candidates = 40
 // rrfK is reciprocal rank fusion's constant.
 const rrfK = 60
 
+// allCandidates is how many chunks holding every word of a question the full-text half
+// ranks at most, termCandidates how many holding one word (or synonym, or correction),
+// and preRanked how many of those ts_rank_cd orders after ts_rank chose them.
+const (
+	allCandidates  = 200
+	termCandidates = 100
+	preRanked      = 3 * candidates
+)
+
 // searchSQL fuses a vector kNN ranking and a full-text ranking of chunks by reciprocal
 // rank fusion, keeps each page's best chunk, and builds its snippet: one round trip.
 // The full-text query ORs the query's lexemes under English, German and simple parsing,
-// so a question needs not contain every word of a page.
+// so a question needs not contain every word of a page. Its work is bounded by the
+// number of the question's words, not by the size of the site: it ranks at most
+// allCandidates + (words + synonyms + corrections + 1) × termCandidates chunks.
 const searchSQL = `
 WITH q AS (
 	SELECT fq, sq, cq, fq || sq || cq AS aq FROM (SELECT
@@ -127,11 +138,46 @@ vec AS (
 		ORDER BY c.embedding::vector(%[1]d) <=> $2::vector(%[1]d)
 		LIMIT %[2]d) s
 ),
+-- The query's words that are no stop word of English or German, each with its forms.
+words AS (
+	SELECT t FROM (
+		SELECT plainto_tsquery('sitetools_english', w) || plainto_tsquery('sitetools_german', w) || plainto_tsquery('sitetools_simple', w) AS t
+		FROM unnest(tsvector_to_array(to_tsvector('simple', $1))) w
+		WHERE numnode(plainto_tsquery('sitetools_english', w)) > 0 AND numnode(plainto_tsquery('sitetools_german', w)) > 0) x
+	WHERE numnode(t) > 0
+),
+terms AS (
+	SELECT t FROM words
+	UNION ALL
+	SELECT plainto_tsquery('sitetools_english', x) || plainto_tsquery('sitetools_german', x) || plainto_tsquery('sitetools_simple', x)
+	FROM unnest($6::text[] || $7::text[]) x
+),
+-- What the full-text half ranks, all found through the GIN index and each part bounded:
+-- chunks that hold every word, chunks that hold each word, synonym or correction, and
+-- chunks that match the query in any way. A rare word's chunks are all there; a word
+-- that much of a large site holds brings a sample of them, which answer it as well as
+-- the others would.
+cand AS (
+	(SELECT c.id FROM chunks c JOIN pages p ON p.id = c.page_id, (SELECT string_agg('(' || t::text || ')', ' & ')::tsquery AS t FROM words) a
+	 WHERE a.t IS NOT NULL AND c.tsv @@ a.t AND ($4 = '' OR p.lang = $4) AND p.path LIKE $5 || '%%'
+	 LIMIT %[4]d)
+	UNION
+	SELECT x.id FROM terms CROSS JOIN LATERAL (
+		SELECT c.id FROM chunks c JOIN pages p ON p.id = c.page_id
+		WHERE numnode(terms.t) > 0 AND c.tsv @@ terms.t AND ($4 = '' OR p.lang = $4) AND p.path LIKE $5 || '%%'
+		LIMIT %[5]d) x
+	UNION
+	(SELECT c.id FROM chunks c JOIN pages p ON p.id = c.page_id, q
+	 WHERE numnode(q.aq) > 0 AND c.tsv @@ q.aq AND ($4 = '' OR p.lang = $4) AND p.path LIKE $5 || '%%'
+	 LIMIT %[5]d)
+),
+-- ts_rank_cd orders the best of them by ts_rank, which costs a fraction of it.
 fts AS (
 	SELECT id, row_number() OVER (ORDER BY r DESC, id) AS rank FROM (
 		SELECT c.id, ts_rank_cd(c.tsv, q.aq, 32) AS r
-		FROM chunks c JOIN pages p ON p.id = c.page_id, q
-		WHERE numnode(q.aq) > 0 AND c.tsv @@ q.aq AND ($4 = '' OR p.lang = $4) AND p.path LIKE $5 || '%%'
+		FROM (SELECT c.id FROM cand JOIN chunks c ON c.id = cand.id, q
+		      ORDER BY ts_rank(c.tsv, q.aq, 32) DESC, c.id LIMIT %[6]d) pre
+		JOIN chunks c ON c.id = pre.id, q
 		ORDER BY r DESC, c.id
 		LIMIT %[2]d) s
 ),
@@ -169,7 +215,9 @@ LIMIT $3`
 // SearchSQL is the statement SiteIndex.Search runs for embeddings of dims dimensions, with
 // parameters (text, vector, limit, lang, pathPrefix, synonyms, corrections, analyze).
 // Benchmarks run it directly.
-func SearchSQL(dims int) string { return fmt.Sprintf(searchSQL, dims, candidates, rrfK) }
+func SearchSQL(dims int) string {
+	return fmt.Sprintf(searchSQL, dims, candidates, rrfK, allCandidates, termCandidates, preRanked)
+}
 
 // instantSQL is search_site's as-you-type search, full-text only: every word typed so far
 // must match (one of its alternatives: the word, its correction, its synonyms; in any of
