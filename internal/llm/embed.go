@@ -32,6 +32,8 @@ type Embeddings struct {
 	// Requests is how many requests the provider received or may have received for the
 	// call: retries and split batches included. An in-process embedder counts one.
 	Requests int
+	// Counted is set when Tokens is CountTokens over the texts, not a provider's report.
+	Counted bool
 }
 
 // ErrUnavailable marks a failure of the provider rather than of the request: a timeout,

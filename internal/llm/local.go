@@ -80,7 +80,7 @@ func (l *Local) Dimensions() int { return l.dims }
 
 // Embed returns one vector per text; Tokens is the sum of CountTokens over texts.
 func (l *Local) Embed(ctx context.Context, texts []string) (*Embeddings, error) {
-	out := &Embeddings{Vectors: make([][]float32, len(texts)), Requests: 1}
+	out := &Embeddings{Vectors: make([][]float32, len(texts)), Requests: 1, Counted: true}
 	for i, text := range texts {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("llm.Local.Embed: %w", err)

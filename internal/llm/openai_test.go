@@ -60,6 +60,7 @@ func localEmbeddings(t *testing.T, dims int, in []string) *llm.Embeddings {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.Counted = false // as a provider's answer: its usage reported
 	return e
 }
 

@@ -2,7 +2,9 @@ package llm
 
 import (
 	"fmt"
+	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -92,11 +94,34 @@ func CountTokens(text string) int {
 			if cut == 0 {
 				cut = maxPiece // not UTF-8: any place will do
 			}
-			n += mergeCount(piece[:cut], r)
+			n += mergedCount(piece[:cut], r)
 			piece = piece[cut:]
 		}
-		n += mergeCount(piece, r)
+		n += mergedCount(piece, r)
 	}
+	return n
+}
+
+// mergedCounts remembers the counts of recently merged pieces, by a hash of the piece: a
+// site repeats its rare words (names, jargon, compounds), and merging them again is most
+// of the time its pages take to count. A slot holds 48 bits of the hash and the count;
+// no text is kept. Two pieces share a slot's hash once in 2⁴⁸ lookups, and then a
+// count errs by a few tokens.
+var (
+	mergedCounts [1 << 14]atomic.Uint64
+	mergedSeed   = maphash.MakeSeed()
+)
+
+// mergedCount is mergeCount(piece, v), remembered.
+func mergedCount(piece string, v *vocab) int {
+	h := maphash.String(mergedSeed, piece)
+	slot := &mergedCounts[h%uint64(len(mergedCounts))]
+	key := h &^ 0xffff
+	if e := slot.Load(); e != 0 && e&^0xffff == key {
+		return int(e & 0xffff)
+	}
+	n := mergeCount(piece, v)
+	slot.Store(key | uint64(n&0xffff))
 	return n
 }
 

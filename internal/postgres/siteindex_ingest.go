@@ -90,10 +90,21 @@ func (s *SiteIndex) PutPage(ctx context.Context, m sitesearch.IndexModel, p site
 			last_modified = EXCLUDED.last_modified, lastmod = EXCLUDED.lastmod, updated_at = now()`,
 		p.URL, p.Path, p.Title, p.Lang, p.Body, p.Hash, p.Source, etag, lastModified, lastmod)
 	batch.Queue(`DELETE FROM chunks WHERE page_id = (SELECT id FROM pages WHERE url = $1)`, p.URL)
-	for _, c := range chunks {
+	if len(chunks) > 0 {
+		// One statement for the page's chunks, not one a chunk: most of the cost of a short
+		// INSERT is starting and ending it.
+		n := len(chunks)
+		ords, headings, anchors, bodies := make([]int32, n), make([]string, n), make([]string, n), make([]string, n)
+		hashes, configs, contexts, vectors := make([]string, n), make([]string, n), make([]string, n), make([]pgvector.Vector, n)
+		for i, c := range chunks {
+			ords[i], headings[i], anchors[i], bodies[i] = int32(c.Ord), c.Heading, c.Anchor, c.Text
+			hashes[i], configs[i], contexts[i], vectors[i] = c.Hash, c.TSConfig, c.Context, pgvector.NewVector(c.Vector)
+		}
 		batch.Queue(`INSERT INTO chunks (page_id, ord, heading, anchor, body, content_hash, ts_config, context, embedding)
-			SELECT id, $2, $3, $4, $5, $6, $7::regconfig, $8, $9 FROM pages WHERE url = $1`,
-			p.URL, c.Ord, c.Heading, c.Anchor, c.Text, c.Hash, c.TSConfig, c.Context, pgvector.NewVector(c.Vector))
+			SELECT (SELECT id FROM pages WHERE url = $1), u.ord, u.heading, u.anchor, u.body, u.hash, u.config::regconfig, u.context, u.embedding
+			FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::vector[])
+				AS u(ord, heading, anchor, body, hash, config, context, embedding)`,
+			p.URL, ords, headings, anchors, bodies, hashes, configs, contexts, vectors)
 	}
 	return Wrap("postgres.SiteIndex.PutPage", s.db.Pool.SendBatch(ctx, batch).Close())
 }

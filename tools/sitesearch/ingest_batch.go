@@ -210,8 +210,12 @@ func (b *batcher) embed(ctx context.Context, n int) error {
 		return fmt.Errorf("embedding: %d vectors for %d texts", len(res.Vectors), n)
 	}
 	b.st.Tokens += res.Tokens
-	for _, t := range texts {
-		b.st.Estimated += llm.CountTokens(t)
+	if res.Counted {
+		b.st.Estimated += res.Tokens
+	} else {
+		for _, t := range texts {
+			b.st.Estimated += llm.CountTokens(t)
+		}
 	}
 	b.st.ChunksEmbedded += n
 	if b.in.Progress != nil {
