@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/sitetools/sitetools/internal/content"
 
 	"github.com/sitetools/sitetools/internal/budget"
@@ -185,14 +187,15 @@ func (in *Ingester) finish(ctx context.Context, source string, st *IngestStats, 
 	if err != nil {
 		return err
 	}
-	if err := in.Index.Finish(ctx, in.Model().Dimensions); err != nil {
-		return err
-	}
+	// The index build and the vocabulary's rebuild run side by side, each on a connection
+	// of its own: the build leaves cores idle while it writes the graph out.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return in.Index.Finish(gctx, in.Model().Dimensions) })
 	// The words typo correction knows follow the pages; an unchanged site costs nothing.
 	if st.Added+st.Updated+st.Removed > 0 || in.Reindex {
-		return in.Index.RebuildVocabulary(ctx)
+		g.Go(func() error { return in.Index.RebuildVocabulary(gctx) })
 	}
-	return nil
+	return g.Wait()
 }
 
 // contextLine is what a chunk is about: page title and section heading. It weighs more
