@@ -11,7 +11,7 @@ import (
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
 )
 
-// vocab is cl100k_base's byte-pair ranks, loaded once from the copy embedded in the
+// ranks is cl100k_base's byte-pair ranks, loaded once from the copy embedded in the
 // binary: nothing is downloaded.
 var ranks = sync.OnceValues(func() (*vocab, error) {
 	r, err := tiktokenloader.NewOfflineLoader().LoadTiktokenBpe("cl100k_base.tiktoken")
@@ -19,34 +19,8 @@ var ranks = sync.OnceValues(func() (*vocab, error) {
 		return nil, err
 	}
 	classTable()
-	v := &vocab{ranks: r}
-	for i := range v.pairs {
-		v.pairs[i] = -1
-	}
-	for token, rank := range r {
-		if len(token) == 2 {
-			v.pairs[int(token[0])<<8|int(token[1])] = int32(rank)
-		}
-	}
-	return v, nil
+	return newVocab(r), nil
 })
-
-// vocab holds the ranks, and those of the two-byte tokens in an array as well: the
-// first lookups of every merge are of two bytes.
-type vocab struct {
-	ranks map[string]int
-	pairs [1 << 16]int32 // -1: not a token
-}
-
-// rank returns the rank of token s, or false.
-func (v *vocab) rank(s string) (int, bool) {
-	if len(s) == 2 {
-		r := v.pairs[int(s[0])<<8|int(s[1])]
-		return int(r), r >= 0
-	}
-	r, ok := v.ranks[s]
-	return r, ok
-}
 
 // LoadTokenizer loads the ranks now instead of at the first CountTokens (that takes tens
 // of milliseconds and some 10 MB), and reports whether CountTokens will fall back to its
