@@ -89,19 +89,29 @@ func wrkText(pairs []*wrkPair) sectionResult {
 			fmt.Fprintf(&b, "  - %s\n", n)
 		}
 	}
-	b.WriteString(wrkGap)
+	wrkGap(&b, pairs)
 	return sectionResult{text: b.String(), missed: missed}
 }
 
 // wrkGap explains why the two figures differ and what is left between the service and
 // the bare server.
-const wrkGap = "- why the figures differ: out of process, the request log line of every request is written to a file, where " +
-	"in-process it goes to a discarded writer: a write system call per request, as much as a third of what the bare server " +
-	"spends per request on this body. The service writes the lines of requests under way together (internal/logs: a line " +
-	"is handed to a goroutine that writes what has gathered once the requests ready to run have had their turn; idle, at " +
-	"once; Flush on exit), so that under load one write carries many lines. Serve's own catalog is smaller (3 tools, not " +
-	"the in-process service's 7), so what a request costs beyond sending the body weighs more. What remains in both is the " +
-	"middleware the README promises, a few microseconds a request: formatting the log line, two Prometheus observations, " +
-	"echo's routing and context, the CORS handler (nothing to do for a same-origin request), the host and origin checks and " +
-	"the recovery. With wrk and the server sharing two cores, runs differ by several hundredths; the CPU ratio is the steadier " +
-	"figure (`BenchmarkCatalogHandler` in server/ measures the middleware alone)\n"
+func wrkGap(b *strings.Builder, pairs []*wrkPair) {
+	sizes := make([]string, len(pairs))
+	for i, p := range pairs {
+		sizes[i] = fmt.Sprintf("%d B %s", p.bodyBytes, p.name)
+	}
+	b.WriteString("- why the figures differ: (1) the request log. Out of process every request's line is written to a " +
+		"file, in-process into a discarded writer. The service writes the lines of the requests under way together " +
+		"(internal/logs: a line is handed to a goroutine that writes what has gathered once the requests ready to run " +
+		"have had their turn; on an idle server at once; flushed on exit), so that under load one write system call " +
+		"carries many lines instead of one per request. (2) The garbage collector. The service's heap holds what it keeps " +
+		"for its life (the token vocabulary, laid out without pointers so that a collection has nothing in it to mark, " +
+		"the compiled tool schemas, the bundler's cache from building the widget), and each collection marks it and " +
+		"scans the service's goroutines; the bare server's heap is nearly empty. In-process both sides share one heap " +
+		"and one collector, which hides this; out of process it is the service's alone. (3) Serve's own catalog is " +
+		"smaller (" + strings.Join(sizes, ", ") + "), so what a request costs beyond sending its body weighs more. " +
+		"What remains in both is the middleware the README promises, a few microseconds a request: formatting the log " +
+		"line, two Prometheus observations, echo's routing and context (echo applies each middleware anew on every " +
+		"request), the CORS, host and origin checks and the recovery. Runs on this shared two-core machine differ by " +
+		"several hundredths (`BenchmarkCatalogHandler` in server/ measures the middleware alone)\n")
+}
