@@ -32,10 +32,12 @@ type lineWriter struct {
 func (l *lineWriter) Write(p []byte) (int, error) {
 	l.out.Lock()
 	defer l.out.Unlock()
-	if err := l.drain(); err != nil {
-		return 0, err
+	err := l.drain()
+	n, werr := l.w.Write(p)
+	if werr != nil {
+		return n, werr
 	}
-	return l.w.Write(p)
+	return n, err
 }
 
 // line buffers a request line (a copy of p).
