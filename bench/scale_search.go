@@ -245,6 +245,7 @@ func scaleQueryTexts(n int) []scaleQuery {
 type scaleLatencies struct {
 	baseline, uncached, cached []time.Duration
 	instant                    []time.Duration // search_site mode instant, per keystroke
+	instantFound               int             // keystrokes whose instant search found a page
 	providerUncached           int             // provider requests while the uncached side ran
 	providerCached             int
 	providerInstant            int
@@ -296,6 +297,7 @@ func (l *scaleLatencies) merge(r scaleLatencies) {
 	l.uncached = append(l.uncached, r.uncached...)
 	l.cached = append(l.cached, r.cached...)
 	l.instant = append(l.instant, r.instant...)
+	l.instantFound += r.instantFound
 	l.providerUncached += r.providerUncached
 	l.providerCached += r.providerCached
 	l.providerInstant += r.providerInstant
@@ -325,11 +327,14 @@ func (s *scaleSearch) servedRound(queries []scaleQuery, round *scaleLatencies) e
 	before := s.fake.Calls()
 	for _, q := range queries[:min(scaleTyped, len(queries))] {
 		for i := 2; i <= len(q.text); i++ {
-			d, _, err := s.callArgs(map[string]any{"query": q.text[:i], "mode": sitesearch.ModeInstant, "limit": 8})
+			d, hits, err := s.callArgs(map[string]any{"query": q.text[:i], "mode": sitesearch.ModeInstant, "limit": 8})
 			if err != nil {
 				return fmt.Errorf("search_site, instant: %w", err)
 			}
 			round.instant = append(round.instant, d)
+			if len(hits) > 0 {
+				round.instantFound++
+			}
 		}
 	}
 	round.providerInstant = s.fake.Calls() - before
@@ -368,8 +373,28 @@ func (s *scaleSearch) callArgs(args map[string]any) (time.Duration, []sitesearch
 	if resp.StatusCode != http.StatusOK {
 		return 0, nil, fmt.Errorf("status %d: %.300s", resp.StatusCode, out)
 	}
+	if args["mode"] == sitesearch.ModeInstant {
+		// A keystroke may find nothing: a stop word alone, a letter no common word that
+		// goes with the others starts with.
+		hits, err := instantResults(out)
+		return d, hits, err
+	}
 	hits, err := searchResults(out, false)
 	return d, hits, err
+}
+
+// instantResults are the results of an instant search_site call, which may be none.
+func instantResults(body []byte) ([]sitesearch.Hit, error) {
+	var res struct {
+		IsError           bool `json:"isError"`
+		StructuredContent *struct {
+			Results []sitesearch.Hit `json:"results"`
+		} `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(body, &res); err != nil || res.IsError || res.StructuredContent == nil {
+		return nil, fmt.Errorf("search_site, instant: %.300s", body)
+	}
+	return res.StructuredContent.Results, nil
 }
 
 // knnSQL is the baseline: the k nearest chunks by the expression the HNSW index is on.

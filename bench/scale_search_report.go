@@ -320,9 +320,11 @@ func scaleLatencyTable(b *strings.Builder, lat *scaleLatencies) []string {
 	table(b, rows)
 	fmt.Fprintf(b, "\nThe instant mode is what <sitetools-search> asks after each keystroke: the first %d questions of each round "+
 		"typed one character at a time, from the second on (full-text only, the last word completed from the index's "+
-		"vocabulary, no embedding): %d provider requests for %d keystrokes. It is the server's share of the keystroke-to-"+
+		"vocabulary, no embedding): %d provider requests for %d keystrokes, %d of which found a page (every word typed so "+
+		"far must match; a stop word alone, or a letter none of the commonest words that go with the others starts with, "+
+		"finds nothing). It is the server's share of the keystroke-to-"+
 		"results time the browser benchmark measures through `next start`; its goal is there (p50 ≤ 50 ms, the whole path).\n",
-		scaleTyped, lat.providerInstant, len(lat.instant))
+		scaleTyped, lat.providerInstant, len(lat.instant), lat.instantFound)
 	if len(missed) > 0 {
 		b.WriteString("\nWhy the miss: the baseline is one kNN walk of the HNSW index; the served statement also runs the " +
 			"full-text half, which gathers a bounded set of candidates from the GIN index and ranks them (`ts_rank`, then " +
