@@ -26,11 +26,13 @@ const (
 	wrkFloor  = 0.90
 )
 
-// wrkSide is one server wrk loads; cpu is the CPU time so far of its process.
+// wrkSide is one server wrk loads; cpu is the CPU time so far of its process, and proc
+// that process when it is a subprocess.
 type wrkSide struct {
 	label string
 	addr  string
 	cpu   func() time.Duration
+	proc  *proc
 }
 
 // wrkRun is one round of wrk against one side.
@@ -130,7 +132,7 @@ func (p *wrkPair) round(ctx context.Context) (wrkRound, error) {
 		before := s.side.cpu()
 		run, err := wrk(ctx, s.side.addr)
 		if err != nil {
-			return r, fmt.Errorf("%s: %w", s.side.label, err)
+			return r, fmt.Errorf("%s: %w%s", s.side.label, err, exited(s.side.proc))
 		}
 		run.cpu = s.side.cpu() - before
 		*s.out = run

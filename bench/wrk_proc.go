@@ -59,8 +59,8 @@ func outOfProcessPair(ctx context.Context, env sectionEnv) (_ *wrkPair, stop fun
 			"`net/http` server of its own process writing the bytes and headers serve answered with; each side's CPU is its " +
 			"own process's",
 		bodyBytes: len(answer.body),
-		subject:   wrkSide{label: "sitetools serve", addr: svc.addr, cpu: svc.cpu},
-		baseline:  wrkSide{label: "net/http", addr: bare.addr, cpu: bare.cpu},
+		subject:   wrkSide{label: "sitetools serve", addr: svc.addr, cpu: svc.cpu, proc: svc},
+		baseline:  wrkSide{label: "net/http", addr: bare.addr, cpu: bare.cpu, proc: bare},
 	}
 	if p.notes, err = sameAnswer(p); err != nil {
 		return nil, nil, err
@@ -179,4 +179,23 @@ func requestLines(svc *proc, requests int) (string, error) {
 	}
 	return fmt.Sprintf("serve's request log: %d lines of the catalog for the %d requests wrk completed (warm-up included), %s of output in all",
 		lines, requests, megabytes(size)), nil
+}
+
+// exited says, for an error report, whether p has exited, and the end of its output.
+func exited(p *proc) string {
+	if p == nil {
+		return ""
+	}
+	select {
+	case <-p.done:
+	default:
+		return " (the process still runs)"
+	}
+	tail := make([]byte, 4<<10)
+	at := int64(0)
+	if fi, err := p.log.Stat(); err == nil && fi.Size() > int64(len(tail)) {
+		at = fi.Size() - int64(len(tail))
+	}
+	n, _ := p.log.ReadAt(tail, at)
+	return fmt.Sprintf(" (the process exited: %v; the end of its output:\n%s)", p.err, tail[:n])
 }
