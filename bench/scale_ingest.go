@@ -66,6 +66,7 @@ type scaleIngestRun struct {
 	rss       int64
 	build     time.Duration // how long CREATE INDEX was seen running in its database
 	vocab     time.Duration // how long the rebuild of the typo vocabulary was
+	finish    time.Duration // how long either was seen running (they run side by side)
 	st        scaleIngestStats
 	requests  []int // fake provider: inputs of each request received during the run
 	bodies    int64 // sitemap: page bodies the site served during the run (not 304s)
@@ -199,7 +200,7 @@ func (in *scaleIngester) run(ctx context.Context, c scaleIngestCase, dbURL strin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	before, bodies := len(in.fake.Requests()), in.site.bodies.Load()
-	stopWatch := watchStatements(ctx, dbURL, &r.build, &r.vocab)
+	stopWatch := watchStatements(ctx, dbURL, &r.build, &r.vocab, &r.finish)
 	begin := time.Now()
 	err := cmd.Run()
 	r.wall = time.Since(begin)
@@ -241,9 +242,10 @@ func (in *scaleIngester) processEnv(c scaleIngestCase, dbURL string) []string {
 }
 
 // watchStatements adds to *build the time a CREATE INDEX is seen running in the database
-// of dbURL, and to *vocab the time the typo vocabulary's rebuild is, polling every 50 ms,
-// until the returned function is called.
-func watchStatements(ctx context.Context, dbURL string, build, vocab *time.Duration) (stop func()) {
+// of dbURL, to *vocab the time the typo vocabulary's rebuild is, and to *either the time
+// one of them or both are (they run side by side), polling every 50 ms, until the
+// returned function is called.
+func watchStatements(ctx context.Context, dbURL string, build, vocab, either *time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -269,6 +271,9 @@ func watchStatements(ctx context.Context, dbURL string, build, vocab *time.Durat
 				}
 				if err == nil && v > 0 {
 					*vocab += now.Sub(last)
+				}
+				if err == nil && b+v > 0 {
+					*either += now.Sub(last)
 				}
 				last = now
 			}

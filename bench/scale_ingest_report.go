@@ -152,14 +152,15 @@ func scaleIngestNotes(b *strings.Builder, rows []scaleIngestRow) {
 			continue
 		}
 		f := r.first
-		load := f.wall - f.build - f.vocab
+		load := f.wall - f.finish
 		share := func(d time.Duration) string { return fmt.Sprintf("%.0f %%", 100*d.Seconds()/f.wall.Seconds()) }
-		fmt.Fprintf(b, "- %s: of the %s, %s (%s) went to reading, chunking, embedding and writing (%.0f pages/s), %s (%s) to "+
-			"building the HNSW index once over the %s chunks, %s (%s) to rebuilding the vocabulary of typo correction (every "+
-			"chunk's text parsed again); the process itself used %s of CPU, the rest is PostgreSQL's: each chunk's tsvector, "+
-			"the GIN and B-tree indexes, the graph of the HNSW index\n",
-			r.c.label, seconds(f.wall), seconds(load), share(load), float64(f.st.pages)/load.Seconds(), seconds(f.build), share(f.build),
-			thousands(r.chunks), seconds(f.vocab), share(f.vocab), seconds(f.cpu))
+		fmt.Fprintf(b, "- %s: of the %s, %s (%s) went to reading, chunking, embedding and writing (%.0f pages/s) and %s (%s) "+
+			"to completing the index: building the HNSW index once over the %s chunks (%s) and, beside it on a connection "+
+			"of its own, rebuilding the vocabulary of typo correction (%s, every chunk's text parsed again); the process "+
+			"itself used %s of CPU, the rest is PostgreSQL's: each chunk's tsvector, the GIN and B-tree indexes, the graph "+
+			"of the HNSW index\n",
+			r.c.label, seconds(f.wall), seconds(load), share(load), float64(f.st.pages)/load.Seconds(), seconds(f.finish),
+			share(f.finish), thousands(r.chunks), seconds(f.build), seconds(f.vocab), seconds(f.cpu))
 	}
 	fmt.Fprintf(b, "- a first load writes the chunks without the HNSW index and builds it once at the end (with "+
 		"maintenance_work_mem raised for that statement to hold the graph), as pgvector advises: inserting into the graph "+
