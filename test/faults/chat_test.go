@@ -40,6 +40,7 @@ func TestChatProviderFaults(t *testing.T) {
 	base := "http://" + vars["LISTEN_ADDR"]
 	client := &http.Client{}
 	defer client.CloseIdleConnections()
+	warmUp(t, fake, client, base, llmTimeout+slack)
 
 	for _, tc := range []struct {
 		name  string
@@ -101,6 +102,26 @@ func TestChatProviderFaults(t *testing.T) {
 				t.Errorf("ended after %v; a failing (not hanging) model should end the turn within %v", took, slack)
 			}
 		})
+	}
+}
+
+// warmUp runs one turn the model answers: the faults below then meet a service whose
+// pools, caches and first search are behind it, as a replica's are after its first
+// visitor, not a cold start that a loaded machine can slow past LLM_TIMEOUT.
+func warmUp(t *testing.T, fake *llmtest.ChatServer, client *http.Client, base string, within time.Duration) {
+	t.Helper()
+	fake.SetFallback(func(int, llmtest.ChatRequest) llmtest.ChatReply { return llmtest.ChatReply{Text: []string{"Yes."}} })
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	s, err := openChat(ctx, client, base, "Do you do accessibility audits?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	var none func()
+	events := readStream(t, ctx, s, time.Now(), within, &none)
+	if len(events) == 0 || events[len(events)-1].Name != "message.done" {
+		t.Fatalf("warm-up turn: %v, want it to end with message.done", names(events))
 	}
 }
 
