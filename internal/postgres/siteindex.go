@@ -138,7 +138,8 @@ vec AS (
 		ORDER BY c.embedding::vector(%[1]d) <=> $2::vector(%[1]d)
 		LIMIT %[2]d) s
 ),
--- The query's words that are no stop word of English or German, each with its forms.
+-- The query's words that are no stop word of English or German, each with its forms: the
+-- full-text half's candidates and each result's coverage.
 words AS (
 	SELECT t FROM (
 		SELECT plainto_tsquery('sitetools_english', w) || plainto_tsquery('sitetools_german', w) || plainto_tsquery('sitetools_simple', w) AS t
@@ -204,10 +205,7 @@ SELECT p.title, p.url, c.anchor,
        coalesce(b.dist, 2),
        -- The share of the query's words (stop words of English and German aside) the chunk
        -- holds, in any of the three parsings: how relevance is told without a model.
-       (SELECT coalesce(avg((c.tsv @@ t)::int), 0)::float8 FROM (
-           SELECT plainto_tsquery('sitetools_english', w) || plainto_tsquery('sitetools_german', w) || plainto_tsquery('sitetools_simple', w) AS t
-           FROM unnest(tsvector_to_array(to_tsvector('simple', $1))) w
-           WHERE numnode(plainto_tsquery('sitetools_english', w)) > 0 AND numnode(plainto_tsquery('sitetools_german', w)) > 0) words)
+       (SELECT coalesce(avg((c.tsv @@ words.t)::int), 0)::float8 FROM words)
 FROM best b JOIN chunks c ON c.id = b.id JOIN pages p ON p.id = b.page_id, q
 ORDER BY b.score DESC, p.url
 LIMIT $3`
