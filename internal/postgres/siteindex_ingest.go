@@ -76,12 +76,6 @@ func validatorArgs(v sitesearch.Validators) (etag, lastModified *string, lastmod
 // not COPY: regconfig has no binary input from text.)
 func (s *SiteIndex) PutPage(ctx context.Context, m sitesearch.IndexModel, p sitesearch.PageRecord, chunks []sitesearch.ChunkRecord) error {
 	batch := &pgx.Batch{}
-	// The record is never replaced by another model's (CheckModel ran first), only
-	// touched.
-	batch.Queue(`INSERT INTO index_meta (model, dimensions, query_prefix, document_prefix) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (singleton) DO UPDATE SET updated_at = now()
-		WHERE index_meta.model = EXCLUDED.model AND index_meta.dimensions = EXCLUDED.dimensions
-			AND index_meta.query_prefix = EXCLUDED.query_prefix AND index_meta.document_prefix = EXCLUDED.document_prefix`, m.Name, m.Dimensions, m.QueryPrefix, m.DocumentPrefix)
 	etag, lastModified, lastmod := validatorArgs(p.Validators)
 	batch.Queue(`INSERT INTO pages (url, path, title, lang, body, content_hash, source, etag, last_modified, lastmod)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
@@ -106,6 +100,13 @@ func (s *SiteIndex) PutPage(ctx context.Context, m sitesearch.IndexModel, p site
 				AS u(ord, heading, anchor, body, hash, config, context, embedding)`,
 			p.URL, ords, headings, anchors, bodies, hashes, configs, contexts, vectors)
 	}
+	// The record is never replaced by another model's (CheckModel ran first), only
+	// touched; last, so that pages written side by side wait for each other's row lock
+	// only while they commit.
+	batch.Queue(`INSERT INTO index_meta (model, dimensions, query_prefix, document_prefix) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (singleton) DO UPDATE SET updated_at = now()
+		WHERE index_meta.model = EXCLUDED.model AND index_meta.dimensions = EXCLUDED.dimensions
+			AND index_meta.query_prefix = EXCLUDED.query_prefix AND index_meta.document_prefix = EXCLUDED.document_prefix`, m.Name, m.Dimensions, m.QueryPrefix, m.DocumentPrefix)
 	return Wrap("postgres.SiteIndex.PutPage", s.db.Pool.SendBatch(ctx, batch).Close())
 }
 

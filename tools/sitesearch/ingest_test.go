@@ -3,6 +3,7 @@ package sitesearch_test
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,5 +64,70 @@ func TestIngestBatchesAcrossPages(t *testing.T) {
 	}
 	if st, err = in.Sync(ctx, "dir:demo", walkDemo); err != nil || st.Unchanged != st.Pages || len(fake.Requests()) != len(reqs) {
 		t.Fatalf("unchanged re-ingest: %v %+v, %d requests", err, st, len(fake.Requests())-len(reqs))
+	}
+}
+
+// overlapIndex is an index whose page writes report how many run at once; the first
+// waits, up to a deadline, for a second to start beside it.
+type overlapIndex struct {
+	sitesearch.Index
+	mu     sync.Mutex
+	calls  int
+	active int
+	most   int
+	second chan struct{}
+	once   sync.Once
+}
+
+func (x *overlapIndex) PutPage(ctx context.Context, m sitesearch.IndexModel, p sitesearch.PageRecord, chunks []sitesearch.ChunkRecord) error {
+	x.mu.Lock()
+	x.calls++
+	x.active++
+	x.most = max(x.most, x.active)
+	first := x.calls == 1
+	if x.active == 2 {
+		x.once.Do(func() { close(x.second) })
+	}
+	x.mu.Unlock()
+	if first {
+		select {
+		case <-x.second:
+		case <-time.After(10 * time.Second):
+		}
+	}
+	err := x.Index.PutPage(ctx, m, p, chunks)
+	x.mu.Lock()
+	x.active--
+	x.mu.Unlock()
+	return err
+}
+
+// TestIngestWritesPagesSideBySide: a page is written while another is, each whole, and
+// the run stores every page and chunk it embedded.
+func TestIngestWritesPagesSideBySide(t *testing.T) {
+	db := pgtest.NewDB(t)
+	fake := llmtest.NewServer(t, 384)
+	embedder, err := llm.NewOpenAI(llm.OpenAIOptions{BaseURL: fake.BaseURL(), Model: "fake-embed", Dimensions: 384,
+		Timeout: 2 * time.Second, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	idx := &overlapIndex{Index: postgres.NewSiteIndex(db, 384), second: make(chan struct{})}
+	in := &sitesearch.Ingester{Index: idx, Embedder: embedder, BatchSize: 4}
+	st, err := in.Sync(ctx, "dir:demo", walkDemo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idx.most < 2 {
+		t.Fatalf("at most %d page written at once, want 2", idx.most)
+	}
+	var pages, chunks, orphans int
+	if err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM pages), (SELECT count(*) FROM chunks),
+		(SELECT count(*) FROM pages p WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.page_id = p.id))`).Scan(&pages, &chunks, &orphans); err != nil {
+		t.Fatal(err)
+	}
+	if pages != st.Pages || st.Added != st.Pages || chunks != st.ChunksEmbedded+st.ChunksReused || orphans != 0 {
+		t.Fatalf("stored %d pages (%d without chunks) and %d chunks after %+v", pages, orphans, chunks, st)
 	}
 }

@@ -9,6 +9,11 @@ import (
 // writeAhead is how many pages may wait for the writer.
 const writeAhead = 32
 
+// writers is how many pages are written at once, each on a connection of its own: the
+// database's work for a page (its tsvectors, the GIN and B-tree entries) then runs on a
+// second core while the first waits on a round trip.
+const writers = 2
+
 // writer stores pages on a goroutine of its own, so that the database writes one page
 // while the next is read, chunked and embedded. Until a page is stored its vectors are in
 // flight, and lookup finds them there: a chunk is never embedded twice because its page
@@ -31,12 +36,15 @@ type inflightVector struct {
 
 func startWriter(ctx context.Context, index Index, model IndexModel) *writer {
 	w := &writer{index: index, model: model, pages: make(chan *pendingPage, writeAhead), done: make(chan struct{}), inflight: map[string]inflightVector{}}
-	go w.run(ctx)
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() { w.run(ctx) })
+	}
+	go func() { wg.Wait(); close(w.done) }()
 	return w
 }
 
 func (w *writer) run(ctx context.Context) {
-	defer close(w.done)
 	for p := range w.pages {
 		var err error
 		if w.failed() == nil {
