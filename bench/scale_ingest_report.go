@@ -162,6 +162,9 @@ func scaleIngestNotes(b *strings.Builder, rows []scaleIngestRow) {
 			r.c.label, seconds(f.wall), seconds(load), share(load), float64(f.st.pages)/load.Seconds(), seconds(f.finish),
 			share(f.finish), thousands(r.chunks), seconds(f.build), seconds(f.vocab), seconds(f.cpu))
 	}
+	fmt.Fprintf(b, "- pages are written two at once, each page's rows in one round trip on a connection of its own, "+
+		"while the next pages are read, chunked and embedded: PostgreSQL's share of a page (its tsvectors, the GIN and "+
+		"B-tree entries) runs beside the process's\n")
 	fmt.Fprintf(b, "- a first load writes the chunks without the HNSW index and builds it once at the end (with "+
 		"maintenance_work_mem raised for that statement to hold the graph), as pgvector advises: inserting into the graph "+
 		"row by row costs about a millisecond of PostgreSQL's time per chunk here; an index that exists already is kept "+
