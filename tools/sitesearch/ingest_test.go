@@ -14,17 +14,25 @@ import (
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
 
-// TestIngestBatchesAcrossPages: the pages of one ingest share embedding requests, each
-// full but the last; every page is stored; the vector index exists afterwards although
-// the first load was written without it; and a second run makes no request.
-func TestIngestBatchesAcrossPages(t *testing.T) {
-	db := pgtest.NewDB(t)
+// fakeEmbedder is an OpenAI-compatible embedder of 384 dimensions on a fake provider
+// that counts its requests.
+func fakeEmbedder(t *testing.T) (*llmtest.Server, llm.Embedder) {
+	t.Helper()
 	fake := llmtest.NewServer(t, 384)
 	embedder, err := llm.NewOpenAI(llm.OpenAIOptions{BaseURL: fake.BaseURL(), Model: "fake-embed", Dimensions: 384,
 		Timeout: 2 * time.Second, MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return fake, embedder
+}
+
+// TestIngestBatchesAcrossPages: the pages of one ingest share embedding requests, each
+// full but the last; every page is stored; the vector index exists afterwards although
+// the first load was written without it; and a second run makes no request.
+func TestIngestBatchesAcrossPages(t *testing.T) {
+	db := pgtest.NewDB(t)
+	fake, embedder := fakeEmbedder(t)
 	ctx := context.Background()
 	in := &sitesearch.Ingester{Index: postgres.NewSiteIndex(db, 384), Embedder: embedder, BatchSize: 10}
 	st, err := in.Sync(ctx, "dir:demo", walkDemo)
@@ -106,12 +114,7 @@ func (x *overlapIndex) PutPage(ctx context.Context, m sitesearch.IndexModel, p s
 // the run stores every page and chunk it embedded.
 func TestIngestWritesPagesSideBySide(t *testing.T) {
 	db := pgtest.NewDB(t)
-	fake := llmtest.NewServer(t, 384)
-	embedder, err := llm.NewOpenAI(llm.OpenAIOptions{BaseURL: fake.BaseURL(), Model: "fake-embed", Dimensions: 384,
-		Timeout: 2 * time.Second, MaxRetries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fake, embedder := fakeEmbedder(t)
 	ctx := context.Background()
 	idx := &overlapIndex{Index: postgres.NewSiteIndex(db, 384), second: make(chan struct{})}
 	in := &sitesearch.Ingester{Index: idx, Embedder: embedder, BatchSize: 4}
@@ -121,6 +124,9 @@ func TestIngestWritesPagesSideBySide(t *testing.T) {
 	}
 	if idx.most < 2 {
 		t.Fatalf("at most %d page written at once, want 2", idx.most)
+	}
+	if reqs := fake.Requests(); len(reqs) != st.EmbedCalls || len(reqs) != (st.ChunksEmbedded+3)/4 {
+		t.Fatalf("%d requests for %d chunks in batches of 4: %+v", len(reqs), st.ChunksEmbedded, st)
 	}
 	var pages, chunks, orphans int
 	if err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM pages), (SELECT count(*) FROM chunks),
