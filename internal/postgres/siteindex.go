@@ -102,9 +102,9 @@ const rrfK = 60
 // allCandidates is how many chunks holding every word of a question the full-text half
 // ranks at most, termCandidates how many holding one word (or synonym, or correction),
 // and preRanked how many of those ts_rank_cd orders after ts_rank chose them: as many as
-// the fusion takes, since ts_rank_cd costs about 18µs a chunk at 100 000 chunks (2.2 of
-// 4.1 ms at three times as many) and ordering more changed no demo question for the worse
-// (TestRelevanceByKind: original top-1 80.6 % against 77.8 % at 120, top-3 the same).
+// the fusion takes. ts_rank_cd costs about 18µs a chunk at 100 000 chunks; ordering three
+// times as many took 2.2 of the full-text half's 4.1 ms there and gave the demo's
+// questions no better top 3 (docs/benchmarks.md, TestRelevanceByKind).
 const (
 	allCandidates  = 200
 	termCandidates = 100

@@ -2,8 +2,10 @@ package sitesearch_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -135,5 +137,41 @@ func TestIngestWritesPagesSideBySide(t *testing.T) {
 	}
 	if pages != st.Pages || st.Added != st.Pages || chunks != st.ChunksEmbedded+st.ChunksReused || orphans != 0 {
 		t.Fatalf("stored %d pages (%d without chunks) and %d chunks after %+v", pages, orphans, chunks, st)
+	}
+}
+
+// failingIndex is an index whose third page write fails.
+type failingIndex struct {
+	sitesearch.Index
+	calls atomic.Int64
+}
+
+var errWriteRefused = errors.New("write refused")
+
+func (x *failingIndex) PutPage(ctx context.Context, m sitesearch.IndexModel, p sitesearch.PageRecord, chunks []sitesearch.ChunkRecord) error {
+	if x.calls.Add(1) == 3 {
+		return errWriteRefused
+	}
+	return x.Index.PutPage(ctx, m, p, chunks)
+}
+
+// TestIngestWriteFailure: a page that cannot be written ends the run with its error, and
+// every page stored meanwhile is whole.
+func TestIngestWriteFailure(t *testing.T) {
+	db := pgtest.NewDB(t)
+	_, embedder := fakeEmbedder(t)
+	ctx := context.Background()
+	idx := &failingIndex{Index: postgres.NewSiteIndex(db, 384)}
+	in := &sitesearch.Ingester{Index: idx, Embedder: embedder, BatchSize: 4}
+	if _, err := in.Sync(ctx, "dir:demo", walkDemo); !errors.Is(err, errWriteRefused) {
+		t.Fatalf("Sync: %v, want the refused write", err)
+	}
+	var pages, orphans int
+	if err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM pages),
+		(SELECT count(*) FROM pages p WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.page_id = p.id))`).Scan(&pages, &orphans); err != nil {
+		t.Fatal(err)
+	}
+	if calls := int(idx.calls.Load()); pages != calls-1 || orphans != 0 {
+		t.Fatalf("%d pages stored (%d without chunks) after %d writes, one refused", pages, orphans, calls)
 	}
 }

@@ -14,15 +14,15 @@ const writeAhead = 32
 // second core while the first waits on a round trip.
 const writers = 2
 
-// writer stores pages on a goroutine of its own, so that the database writes one page
-// while the next is read, chunked and embedded. Until a page is stored its vectors are in
+// writer stores pages on goroutines of its own (writers of them), so that the database
+// writes pages while the next are read, chunked and embedded. Until a page is stored its vectors are in
 // flight, and lookup finds them there: a chunk is never embedded twice because its page
 // was on its way.
 type writer struct {
 	index Index
 	model IndexModel
 	pages chan *pendingPage
-	done  chan struct{}
+	wg    sync.WaitGroup // the writers' goroutines
 
 	mu       sync.Mutex
 	err      error                     // the first failed write
@@ -35,12 +35,10 @@ type inflightVector struct {
 }
 
 func startWriter(ctx context.Context, index Index, model IndexModel) *writer {
-	w := &writer{index: index, model: model, pages: make(chan *pendingPage, writeAhead), done: make(chan struct{}), inflight: map[string]inflightVector{}}
-	var wg sync.WaitGroup
+	w := &writer{index: index, model: model, pages: make(chan *pendingPage, writeAhead), inflight: map[string]inflightVector{}}
 	for range writers {
-		wg.Go(func() { w.run(ctx) })
+		w.wg.Go(func() { w.run(ctx) })
 	}
-	go func() { wg.Wait(); close(w.done) }()
 	return w
 }
 
@@ -111,6 +109,6 @@ func (w *writer) lookup(hashes []string) map[string][]float32 {
 // close waits until every page handed over is stored, and returns the first error.
 func (w *writer) close() error {
 	close(w.pages)
-	<-w.done
+	w.wg.Wait()
 	return w.err
 }
