@@ -376,8 +376,9 @@ ingests it, with request logging on at info into a discarded JSON handler. For t
 the baseline is a bare ` + "`net/http`" + ` handler, and both are served by an ` + "`http.Server`" + ` with the
 same settings on a loopback TCP port. For ` + "`search_site`" + ` it is the tool's own SQL
 (` + "`postgres.SearchSQL`" + `) with the same parameters and the same cached query vector, run
-directly on a pgxpool opened as the service opens its own and planned for its arguments on every
-call, as the service runs it. Before any load the harness checks that
+directly on a pgxpool opened as the service opens its own and planned as the service plans it
+(` + "`postgres.SiteIndex.Search`" + `: a search without a language or a path prefix on the statement's
+generic plan). Before any load the harness checks that
 both sides answer alike: the same status, body and listed headers, or for ` + "`search_site`" + ` the
 same pages in the same order with the same scores, for ` + "`tools/list`" + ` the same tool definitions.
 

@@ -47,12 +47,11 @@ var scaleEFs = []int{200, 400, 1000}
 // legRE finds the vector half's ordering and candidate count in postgres.SearchSQL.
 var legRE = regexp.MustCompile(fmt.Sprintf(`ORDER BY c\.embedding::vector\(%[1]d\) <=> \$2::vector\(%[1]d\)\s+LIMIT (\d+)`, hnswDims))
 
-// legSQL is the vector half of postgres.SearchSQL as a statement of its own, with the
-// parameters search_site passes without a language or a path prefix: the same join,
-// filters, ordering and candidate count.
+// legSQL is the vector half of postgres.SearchSQL as a statement of its own, as
+// search_site runs it without a language or a path prefix: the same conditions, ordering
+// and candidate count.
 func legSQL(candidates int) string {
-	return fmt.Sprintf(`SELECT c.id FROM chunks c JOIN pages p ON p.id = c.page_id
-		WHERE ($2 = '' OR p.lang = $2) AND p.path LIKE $3 || '%%'
+	return fmt.Sprintf(`SELECT c.id FROM chunks c WHERE $2 = '' AND $3 = ''
 		ORDER BY c.embedding::vector(%[1]d) <=> $1::vector(%[1]d) LIMIT %d`, hnswDims, candidates)
 }
 
@@ -60,7 +59,7 @@ func legSQL(candidates int) string {
 // hnsw.ef_search and at larger ones, on a connection of the baseline's pool (opened as
 // the service's).
 func (s *scaleSearch) recall(ctx context.Context, vecs []pgvector.Vector) (*scaleRecall, error) {
-	m := legRE.FindStringSubmatch(postgres.SearchSQL(hnswDims))
+	m := legRE.FindStringSubmatch(postgres.SearchSQL(hnswDims, false))
 	if m == nil {
 		return nil, errors.New("the vector half of postgres.SearchSQL is not the one legSQL mirrors: update legSQL")
 	}
@@ -108,8 +107,8 @@ func legLevel(ctx context.Context, c *pgxpool.Conn, candidates int, vecs []pgvec
 	})
 }
 
-// legTop runs the vector half, planned for its arguments as the service plans its
-// statement (an unnamed one), and returns its first k ids.
+// legTop runs the vector half, planned for its arguments (the same walk of the HNSW
+// index as the service's generic plan, which legPlan checks), and returns its first k ids.
 func legTop(ctx context.Context, c *pgxpool.Conn, candidates int, v pgvector.Vector) ([]int64, time.Duration, error) {
 	begin := time.Now()
 	rows, err := c.Query(ctx, legSQL(candidates), pgx.QueryExecModeExec, v, "", "")
@@ -201,46 +200,55 @@ func unit(v []float32) []float64 {
 	return out
 }
 
-// explain is EXPLAIN (ANALYZE, BUFFERS) of postgres.SearchSQL, planned for its arguments
-// as the service plans it, with the arguments search_site passes for q: its text and
-// vector, the default limit, no language, no path prefix, and empty values for the
-// parameters after those (no synonyms, no corrections, both stemmings). The query's
-// vector, 384 numbers, is shortened in the plan.
+// explain is EXPLAIN (ANALYZE, BUFFERS) of postgres.SearchSQL, planned as the service
+// plans it (the statement of a search without a language or a path prefix, on its
+// generic plan), with the arguments search_site passes for q: its text and vector, the
+// default limit, no language, no path prefix, and empty values for the parameters after
+// those (no synonyms, no corrections, both stemmings). The query's vector, 384 numbers,
+// is shortened in the plan.
 func (s *scaleSearch) explain(ctx context.Context, q scaleQuery, vec pgvector.Vector) (string, error) {
 	c, err := s.base.Pool.Acquire(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer c.Release()
-	sql := postgres.SearchSQL(hnswDims)
-	sd, err := c.Conn().Prepare(ctx, "", sql)
+	const name = "scale_search_explain"
+	sd, err := c.Conn().Prepare(ctx, name, postgres.SearchSQL(hnswDims, false))
 	if err != nil {
 		return "", err
 	}
-	args := []any{q.text, vec, 5, "", ""}
+	defer c.Conn().Deallocate(context.WithoutCancel(ctx), name) //nolint:errcheck // the connection's, closed with the pool
+	// EXECUTE's arguments as literals: PostgreSQL cannot describe a parameter of EXPLAIN.
+	args := []string{sqlLiteral(q.text), sqlLiteral(vec.String()), "5", "''", "''"}
 	for _, oid := range sd.ParamOIDs[min(len(args), len(sd.ParamOIDs)):] {
-		switch oid {
-		case pgtype.TextArrayOID:
-			args = append(args, []string{})
-		case pgtype.TextOID:
-			args = append(args, "")
-		default:
-			args = append(args, nil)
+		if oid == pgtype.TextArrayOID {
+			args = append(args, "'{}'")
+		} else {
+			args = append(args, "''")
 		}
 	}
-	args = append([]any{pgx.QueryExecModeExec}, args[:len(sd.ParamOIDs)]...)
 	var lines []string
 	for range 2 { // the second, as the connection's earlier searches leave it
-		rows, err := c.Query(ctx, `EXPLAIN (ANALYZE, BUFFERS) `+sql, args...)
-		if err != nil {
-			return "", err
-		}
-		if lines, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		b := &pgx.Batch{}
+		b.Queue(`SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`)
+		b.Queue(fmt.Sprintf(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE %s(%s)`, name, strings.Join(args[:len(sd.ParamOIDs)], ", "))).
+			Query(func(rows pgx.Rows) error {
+				lines, err = pgx.CollectRows(rows, pgx.RowTo[string])
+				return err
+			})
+		if err := c.SendBatch(ctx, b).Close(); err != nil {
 			return "", err
 		}
 	}
-	return vectorLiteral.ReplaceAllString(strings.Join(lines, "\n"), "'[…]'::vector("), nil
+	plan, index := strings.Join(lines, "\n"), fmt.Sprintf("chunks_embedding_hnsw_%d", hnswDims)
+	if !strings.Contains(plan, "Index Scan using "+index) {
+		return "", fmt.Errorf("the served statement's generic plan does not walk %s:\n%s", index, plan)
+	}
+	return vectorLiteral.ReplaceAllString(plan, "'[…]'::vector("), nil
 }
+
+// sqlLiteral quotes s as an SQL string constant.
+func sqlLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // vectorLiteral is a vector constant in a plan.
 var vectorLiteral = regexp.MustCompile(`'\[[-0-9.,e]+\]'::vector\(`)
@@ -273,7 +281,7 @@ func scaleSearchReport(s *scaleSearch, lat *scaleLatencies, rec *scaleRecall, pl
 	missed := scaleLatencyTable(&b, lat)
 	missed = append(missed, scaleRecallTable(&b, rec)...)
 	scaleSearchNotes(&b, lat, rec, plan)
-	fmt.Fprintf(&b, "\n`EXPLAIN (ANALYZE, BUFFERS)` of the served statement (postgres.SearchSQL, planned for its arguments as the service plans it) for the question %q, after the rounds (the second of two runs; the query vector shortened):\n\n"+
+	fmt.Fprintf(&b, "\n`EXPLAIN (ANALYZE, BUFFERS)` of the served statement (postgres.SearchSQL, planned as the service plans it: a search without a language or a path prefix, on the statement's generic plan) for the question %q, after the rounds (the second of two runs; the query vector shortened):\n\n"+
 		"```\n%s\n```\n", planned, plan)
 	return sectionResult{text: b.String(), missed: missed}
 }

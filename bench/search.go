@@ -11,13 +11,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sitetools/sitetools/internal/config"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/pgvector/pgvector-go"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sitetools/sitetools/internal/app"
+	"github.com/sitetools/sitetools/internal/config"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/tools/sitesearch"
 )
@@ -88,18 +85,10 @@ func searchScenario(ctx context.Context, svc *service, base *postgres.DB, conns 
 	if err != nil || vec == nil {
 		return scenario{}, fmt.Errorf("search_site: the cached query vector: %v (degraded %q)", err, degraded)
 	}
-	sql, v := postgres.SearchSQL(svc.cfg.Embeddings.Dimensions), pgvector.NewVector(vec)
+	index := postgres.NewSiteIndex(base, svc.cfg.Embeddings.Dimensions)
 	direct := func(ctx context.Context) ([]sitesearch.Hit, error) {
-		// Planned for its arguments on every call, as SiteIndex.Search runs it.
-		rows, err := base.Pool.Query(ctx, sql, pgx.QueryExecModeExec, searchQuery, v, searchLimit, "", "", []string{}, []string{}, "")
-		if err != nil {
-			return nil, err
-		}
-		return pgx.CollectRows(rows, func(r pgx.CollectableRow) (sitesearch.Hit, error) {
-			var h sitesearch.Hit
-			err := r.Scan(&h.Title, &h.URL, &h.Anchor, &h.Snippet, &h.Score, &h.Matched, &h.Distance, &h.Coverage)
-			return h, err
-		})
+		// Its statement, planned as SiteIndex.Search plans it.
+		return index.Search(ctx, sitesearch.Query{Text: searchQuery, Vector: vec, Limit: searchLimit})
 	}
 	baseline := target{
 		label: "pgx",

@@ -15,12 +15,15 @@ import (
 // embeddings and full-text vectors, and which model produced the embeddings. It
 // implements sitesearch.Index.
 type SiteIndex struct {
-	db   *DB
-	dims int
+	db         *DB
+	dims       int
+	unfiltered string // SearchSQL(dims, false)
 }
 
 // NewSiteIndex returns the index for embeddings of dims dimensions.
-func NewSiteIndex(db *DB, dims int) *SiteIndex { return &SiteIndex{db: db, dims: dims} }
+func NewSiteIndex(db *DB, dims int) *SiteIndex {
+	return &SiteIndex{db: db, dims: dims, unfiltered: SearchSQL(dims, false)}
+}
 
 // CheckModel returns a *sitesearch.ErrModelMismatch when the index was built by another
 // model, dimension or prefixes. An empty index matches anything.
@@ -136,8 +139,8 @@ WITH q AS (
 vec AS (
 	SELECT id, dist, row_number() OVER (ORDER BY dist) AS rank FROM (
 		SELECT c.id, c.embedding::vector(%[1]d) <=> $2::vector(%[1]d) AS dist
-		FROM chunks c JOIN pages p ON p.id = c.page_id
-		WHERE $2::vector IS NOT NULL AND ($4 = '' OR p.lang = $4) AND p.path LIKE $5 || '%%'
+		FROM chunks c%[7]s
+		WHERE $2::vector IS NOT NULL%[8]s
 		ORDER BY c.embedding::vector(%[1]d) <=> $2::vector(%[1]d)
 		LIMIT %[2]d) s
 ),
@@ -162,17 +165,17 @@ terms AS (
 -- that much of a large site holds brings a sample of them, which answer it as well as
 -- the others would.
 cand AS (
-	(SELECT c.id FROM chunks c JOIN pages p ON p.id = c.page_id, (SELECT string_agg('(' || t::text || ')', ' & ')::tsquery AS t FROM words) a
-	 WHERE a.t IS NOT NULL AND c.tsv @@ a.t AND ($4 = '' OR p.lang = $4) AND p.path LIKE $5 || '%%'
+	(SELECT c.id FROM chunks c%[7]s, (SELECT string_agg('(' || t::text || ')', ' & ')::tsquery AS t FROM words) a
+	 WHERE a.t IS NOT NULL AND c.tsv @@ a.t%[8]s
 	 LIMIT %[4]d)
 	UNION
 	SELECT x.id FROM terms CROSS JOIN LATERAL (
-		SELECT c.id FROM chunks c JOIN pages p ON p.id = c.page_id
-		WHERE numnode(terms.t) > 0 AND c.tsv @@ terms.t AND ($4 = '' OR p.lang = $4) AND p.path LIKE $5 || '%%'
+		SELECT c.id FROM chunks c%[7]s
+		WHERE numnode(terms.t) > 0 AND c.tsv @@ terms.t%[8]s
 		LIMIT %[5]d) x
 	UNION
-	(SELECT c.id FROM chunks c JOIN pages p ON p.id = c.page_id, q
-	 WHERE numnode(q.aq) > 0 AND c.tsv @@ q.aq AND ($4 = '' OR p.lang = $4) AND p.path LIKE $5 || '%%'
+	(SELECT c.id FROM chunks c%[7]s, q
+	 WHERE numnode(q.aq) > 0 AND c.tsv @@ q.aq%[8]s
 	 LIMIT %[5]d)
 ),
 -- ts_rank_cd orders the best of them by ts_rank, which costs a fraction of it.
@@ -214,10 +217,16 @@ ORDER BY b.score DESC, p.url
 LIMIT $3`
 
 // SearchSQL is the statement SiteIndex.Search runs for embeddings of dims dimensions, with
-// parameters (text, vector, limit, lang, pathPrefix, synonyms, corrections, analyze).
-// Benchmarks run it directly.
-func SearchSQL(dims int) string {
-	return fmt.Sprintf(searchSQL, dims, candidates, rrfK, allCandidates, termCandidates, preRanked)
+// parameters (text, vector, limit, lang, pathPrefix, synonyms, corrections, analyze):
+// for a search with a language or a path prefix (filtered), or for one without, which
+// leaves the pages out of the candidates' search and answers nothing unless lang and
+// pathPrefix are empty. Benchmarks run it directly.
+func SearchSQL(dims int, filtered bool) string {
+	join, where := "", " AND $4 = '' AND $5 = ''"
+	if filtered {
+		join, where = " JOIN pages p ON p.id = c.page_id", " AND ($4 = '' OR p.lang = $4) AND p.path LIKE $5 || '%'"
+	}
+	return fmt.Sprintf(searchSQL, dims, candidates, rrfK, allCandidates, termCandidates, preRanked, join, where)
 }
 
 // instantSQL is search_site's as-you-type search, full-text only: every word typed so far
@@ -276,22 +285,53 @@ const (
 func InstantSQL() string { return fmt.Sprintf(instantSQL, prefixWords, instantCandidates) }
 
 // Search returns up to q.Limit pages, best first.
+//
+// How its statement is planned. A search with a language or a path prefix is planned for
+// its arguments every time (an unnamed statement): a plan made without knowing them
+// filters the pages first and measures the distance to every chunk instead of walking
+// the HNSW index. So is an instant one: only a known prefix finds the words that start
+// with it through the vocabulary's index. A search without (nearly every one) runs the
+// statement that leaves the pages out, whose generic plan, made once per connection,
+// walks the same indexes for every question as a plan made for it would: planning it for
+// each question was more than a third of a demo search's time in PostgreSQL
+// (docs/benchmarks.md).
+// PostgreSQL's own choice would keep planning it, its estimate of the generic plan being
+// the higher, so the search asks for the generic plan within its own implicit
+// transaction (set_config, local), sent in the same round trip.
 func (s *SiteIndex) Search(ctx context.Context, q sitesearch.Query) ([]sitesearch.Hit, error) {
 	var vec any
 	if q.Vector != nil {
 		vec = pgvector.NewVector(q.Vector)
 	}
-	// A new plan for every search (an unnamed statement), never the cached generic one: not
-	// knowing that the language and the path prefix are empty, a generic plan filters the
-	// pages first and measures the distance to every chunk instead of walking the HNSW
-	// index; after a connection's fifth search it would take a hundred times longer.
-	var rows pgx.Rows
-	var err error
 	if q.Instant {
-		rows, err = s.db.Pool.Query(ctx, InstantSQL(), pgx.QueryExecModeExec, nonNil(q.Terms), q.Prefix, q.Limit, q.Lang, q.PathPrefix)
-	} else {
-		rows, err = s.db.Pool.Query(ctx, SearchSQL(s.dims), pgx.QueryExecModeExec, q.Text, vec, q.Limit, q.Lang, q.PathPrefix, nonNil(q.Synonyms), nonNil(q.Corrections), q.Analyze)
+		rows, err := s.db.Pool.Query(ctx, InstantSQL(), pgx.QueryExecModeExec, nonNil(q.Terms), q.Prefix, q.Limit, q.Lang, q.PathPrefix)
+		return collectHits(rows, err)
 	}
+	args := []any{q.Text, vec, q.Limit, q.Lang, q.PathPrefix, nonNil(q.Synonyms), nonNil(q.Corrections), q.Analyze}
+	if q.Lang != "" || q.PathPrefix != "" {
+		rows, err := s.db.Pool.Query(ctx, SearchSQL(s.dims, true), append([]any{pgx.QueryExecModeExec}, args...)...)
+		return collectHits(rows, err)
+	}
+	var hits []sitesearch.Hit
+	b := &pgx.Batch{}
+	b.Queue(genericPlanSQL)
+	b.Queue(s.unfiltered, args...).Query(func(rows pgx.Rows) error {
+		var err error
+		hits, err = collectHits(rows, nil)
+		return err
+	})
+	if err := s.db.Pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, Wrap("postgres.SiteIndex.Search", err)
+	}
+	return hits, nil
+}
+
+// genericPlanSQL has the statements after it in its batch (one implicit transaction) run
+// on their cached generic plan.
+const genericPlanSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
+
+// collectHits reads the rows of a search.
+func collectHits(rows pgx.Rows, err error) ([]sitesearch.Hit, error) {
 	if err != nil {
 		return nil, Wrap("postgres.SiteIndex.Search", err)
 	}
