@@ -294,3 +294,36 @@ func TestUnsettledReservationsExpire(t *testing.T) {
 		t.Fatalf("%+v: want the expired 100 and the settled 20 used, nothing reserved", u)
 	}
 }
+
+// TestLedgerRecordsWithStatements: the statements recorded with a call are written with
+// its row; when PostgreSQL refuses one of them, the row is still written, once, and the
+// refusal is returned.
+func TestLedgerRecordsWithStatements(t *testing.T) {
+	db := pgtest.NewDB(t)
+	ctx := context.Background()
+	l := budget.NewLedger(db.Pool)
+	e := budget.Entry{Kind: "embedding", Channel: "mcp", Tool: "search_site", Model: "m", Tokens: 7, Outcome: "ok"}
+	claim := func(key string) budget.Statement {
+		return budget.Statement{SQL: `INSERT INTO embedding_claims (key, until) VALUES ($1, now() + interval '1 minute')`, Args: []any{[]byte(key)}}
+	}
+	if err := l.Record(ctx, e, claim("a"), claim("b")); err != nil {
+		t.Fatalf("record with two statements: %v", err)
+	}
+	err := l.Record(ctx, e, claim("c"), claim("a")) // "a" is there: a duplicate key
+	if err == nil {
+		t.Fatal("a refused statement recorded with the call: no error")
+	}
+	var rows, tokens, claims int64
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*), sum(tokens) FROM ledger`).Scan(&rows, &tokens); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM embedding_claims`).Scan(&claims); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 2 || tokens != 14 {
+		t.Errorf("the ledger has %d rows of %d tokens, want 2 of 14: every call recorded once (%v)", rows, tokens, err)
+	}
+	if claims != 2 {
+		t.Errorf("%d claims written, want the first call's 2: the refused call's statements are not half-written", claims)
+	}
+}

@@ -2,8 +2,11 @@ package budget
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sitetools/sitetools/internal/postgres/pgerr"
@@ -54,18 +57,47 @@ func (l *Ledger) WithMetrics(m *ProviderMetrics) *Ledger {
 }
 
 // Record writes e. It outlives a cancelled caller: a call that was paid for is recorded.
-func (l *Ledger) Record(ctx context.Context, e Entry) error {
+// The statements of also, a caller's own writes that belong with the call, go in the same
+// round trip and transaction after the row; should PostgreSQL refuse one, the row is
+// written again on its own, so that no call goes unrecorded, and the refusal is returned.
+func (l *Ledger) Record(ctx context.Context, e Entry, also ...Statement) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if e.Channel == "" {
 		e.Channel = "internal"
 	}
 	l.metrics.observe(e) // the call happened, whether or not its row can be written
-	_, err := l.pool.Exec(ctx, `INSERT INTO ledger (kind, channel, tool, model, tokens, cost_usd, cache_hit, outcome)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		e.Kind, e.Channel, e.Tool, e.Model, e.Tokens, e.CostUSD, e.CacheHit, e.Outcome)
-	return pgerr.Wrap("budget.Record", err)
+	args := []any{e.Kind, e.Channel, e.Tool, e.Model, e.Tokens, e.CostUSD, e.CacheHit, e.Outcome}
+	if len(also) == 0 {
+		_, err := l.pool.Exec(ctx, ledgerInsert, args...)
+		return pgerr.Wrap("budget.Record", err)
+	}
+	b := &pgx.Batch{}
+	b.Queue(ledgerInsert, args...)
+	for _, st := range also {
+		b.Queue(st.SQL, st.Args...)
+	}
+	err := l.pool.SendBatch(ctx, b).Close()
+	var refused *pgconn.PgError
+	if err == nil || !errors.As(err, &refused) {
+		// Written, or not known to be: a lost connection may have followed the commit.
+		return pgerr.Wrap("budget.Record", err)
+	}
+	// PostgreSQL refused a statement, and with it the transaction.
+	if _, lerr := l.pool.Exec(ctx, ledgerInsert, args...); lerr != nil {
+		return pgerr.Wrap("budget.Record", lerr)
+	}
+	return pgerr.Wrap("budget.Record: the statements recorded with the call", err)
 }
+
+// Statement is an SQL statement and its arguments.
+type Statement struct {
+	SQL  string
+	Args []any
+}
+
+const ledgerInsert = `INSERT INTO ledger (kind, channel, tool, model, tokens, cost_usd, cache_hit, outcome)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 
 // ReportRow aggregates the ledger per day, kind, channel and tool.
 type ReportRow struct {

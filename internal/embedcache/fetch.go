@@ -92,7 +92,12 @@ type callInfo struct {
 // breaker and the budget, each request reserved before it is sent (retries too), and
 // charged by what became of it.
 func (q *QueryEmbedder) fetch(ctx context.Context, c callInfo) (res embedResult, err error) {
-	defer q.unclaim(c.key)
+	released := false // the claim, released with the vector's cache row
+	defer func() {
+		if !released {
+			q.unclaim(c.key)
+		}
+	}()
 	brk, err := q.opts.Breaker.Allow() // a nil Breaker admits every call
 	if err != nil {
 		return q.skip(ctx, c), nil
@@ -137,14 +142,15 @@ func (q *QueryEmbedder) fetch(ctx context.Context, c callInfo) (res embedResult,
 	q.opts.Budget.Learn(model, n, int64(out.Tokens))
 	tokens := int64(out.Tokens) + unknown
 	reservation.Settle(tokens)
-	q.record(ctx, c, budget.Entry{Tokens: int(tokens), CostUSD: float64(tokens) * q.opts.PricePerMTok / 1e6, Outcome: budget.OutcomeOK})
 	v := out.Vectors[0]
-	if _, err := q.opts.Pool.Exec(ctx, `INSERT INTO embedding_cache (key, model, embedding) VALUES ($1, $2, $3)
-		ON CONFLICT (key) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding, created_at = now(), used_at = now()`,
-		c.key[:], model, pgvector.NewVector(v)); err != nil {
-		q.opts.Logger.Warn("embedding cache write failed", "err", err.Error())
-	}
 	q.cache.Add(c.key, v)
+	// The ledger row, the shared cache's row and the claim's release: one round trip.
+	e := budget.Entry{Tokens: int(tokens), CostUSD: float64(tokens) * q.opts.PricePerMTok / 1e6, Outcome: budget.OutcomeOK}
+	released = q.record(ctx, c, e,
+		budget.Statement{SQL: `INSERT INTO embedding_cache (key, model, embedding) VALUES ($1, $2, $3)
+		ON CONFLICT (key) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding, created_at = now(), used_at = now()`,
+			Args: []any{c.key[:], model, pgvector.NewVector(v)}},
+		budget.Statement{SQL: `DELETE FROM embedding_claims WHERE key = $1`, Args: []any{c.key[:]}}) == nil
 	q.hits.WithLabelValues("provider").Inc()
 	return embedResult{vec: v}, nil
 }
@@ -173,12 +179,15 @@ func (q *QueryEmbedder) skip(ctx context.Context, c callInfo) embedResult {
 	return embedResult{degraded: DegradedUnavailable}
 }
 
-// record writes a ledger row of the query's call (kind, channel, tool and model filled in).
-func (q *QueryEmbedder) record(ctx context.Context, c callInfo, e budget.Entry) {
+// record writes a ledger row of the query's call (kind, channel, tool and model filled
+// in), with the statements of also in the same round trip (budget.Ledger.Record).
+func (q *QueryEmbedder) record(ctx context.Context, c callInfo, e budget.Entry, also ...budget.Statement) error {
 	e.Kind, e.Channel, e.Tool, e.Model = "embedding", c.channel, c.tool, q.Model()
-	if err := q.opts.Ledger.Record(ctx, e); err != nil {
+	err := q.opts.Ledger.Record(ctx, e, also...)
+	if err != nil {
 		q.opts.Logger.Warn("ledger write failed", "err", err.Error())
 	}
+	return err
 }
 
 // unclaim ends this process's claim on key, so that a replica waiting for it finds the
