@@ -230,7 +230,7 @@ func (s *scaleSearch) explain(ctx context.Context, q scaleQuery, vec pgvector.Ve
 	var lines []string
 	for range 2 { // the second, as the connection's earlier searches leave it
 		b := &pgx.Batch{}
-		b.Queue(`SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`)
+		b.Queue(postgres.GenericPlanSQL)
 		b.Queue(fmt.Sprintf(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE %s(%s)`, name, strings.Join(args[:len(sd.ParamOIDs)], ", "))).
 			Query(func(rows pgx.Rows) error {
 				lines, err = pgx.CollectRows(rows, pgx.RowTo[string])

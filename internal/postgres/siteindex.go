@@ -15,14 +15,14 @@ import (
 // embeddings and full-text vectors, and which model produced the embeddings. It
 // implements sitesearch.Index.
 type SiteIndex struct {
-	db         *DB
-	dims       int
-	unfiltered string // SearchSQL(dims, false)
+	db                   *DB
+	dims                 int
+	filtered, unfiltered string // SearchSQL(dims, true) and SearchSQL(dims, false)
 }
 
 // NewSiteIndex returns the index for embeddings of dims dimensions.
 func NewSiteIndex(db *DB, dims int) *SiteIndex {
-	return &SiteIndex{db: db, dims: dims, unfiltered: SearchSQL(dims, false)}
+	return &SiteIndex{db: db, dims: dims, filtered: SearchSQL(dims, true), unfiltered: SearchSQL(dims, false)}
 }
 
 // CheckModel returns a *sitesearch.ErrModelMismatch when the index was built by another
@@ -308,12 +308,12 @@ func (s *SiteIndex) Search(ctx context.Context, q sitesearch.Query) ([]sitesearc
 	}
 	args := []any{q.Text, vec, q.Limit, q.Lang, q.PathPrefix, nonNil(q.Synonyms), nonNil(q.Corrections), q.Analyze}
 	if q.Lang != "" || q.PathPrefix != "" {
-		rows, err := s.db.Pool.Query(ctx, SearchSQL(s.dims, true), append([]any{pgx.QueryExecModeExec}, args...)...)
+		rows, err := s.db.Pool.Query(ctx, s.filtered, append([]any{pgx.QueryExecModeExec}, args...)...)
 		return collectHits(rows, err)
 	}
 	var hits []sitesearch.Hit
 	b := &pgx.Batch{}
-	b.Queue(genericPlanSQL)
+	b.Queue(GenericPlanSQL)
 	b.Queue(s.unfiltered, args...).Query(func(rows pgx.Rows) error {
 		var err error
 		hits, err = collectHits(rows, nil)
@@ -325,9 +325,9 @@ func (s *SiteIndex) Search(ctx context.Context, q sitesearch.Query) ([]sitesearc
 	return hits, nil
 }
 
-// genericPlanSQL has the statements after it in its batch (one implicit transaction) run
-// on their cached generic plan.
-const genericPlanSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
+// GenericPlanSQL has the statements after it in its batch (one implicit transaction) run
+// on their cached generic plan; benchmarks send it as the service does.
+const GenericPlanSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
 
 // collectHits reads the rows of a search.
 func collectHits(rows pgx.Rows, err error) ([]sitesearch.Hit, error) {
