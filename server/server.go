@@ -45,6 +45,7 @@ type App struct {
 	// for the ratings.
 	insights  *insights.Recorder
 	answerIDs *insights.AnswerIDs
+	pressure  func() bool // the paced LLM budget runs short; never nil
 
 	mcp    *mcpChannel
 	site   *web.Site
@@ -102,6 +103,9 @@ type Options struct {
 	// Insights counts what the owner's report shows (nil: a recorder on DB of its own;
 	// give the one the registry's interceptor counts searches with).
 	Insights *insights.Recorder
+	// Pressure says the paced LLM budget is running short (CHAT_PROOF_OF_WORK=pressure
+	// asks for a proof of work then); nil: never.
+	Pressure func() bool
 }
 
 // New attaches the routes of the public and admin APIs to what it is given. It does not
@@ -128,6 +132,10 @@ func New(cfg config.Config, opts Options) (*App, error) {
 		reindex:  opts.Reindex,
 		chat:     opts.Chat,
 		insights: opts.Insights,
+		pressure: opts.Pressure,
+	}
+	if a.pressure == nil {
+		a.pressure = func() bool { return false }
 	}
 	if a.insights == nil {
 		a.insights = insights.New(opts.DB.Pool, insights.Options{Logger: logger})

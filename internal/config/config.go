@@ -23,7 +23,11 @@ type Config struct {
 
 	ListenAddr      string // host:port, or unix:/path for a 0600 Unix socket
 	AdminListenAddr string // loopback by default; "off" (stored as "") disables the admin listener
-	AdminToken      string
+	AdminToken      string // every admin scope
+	// AdminScopeTokens are tokens of one admin scope each (ADMIN_HOOK_TOKEN: the publish
+	// hook; ADMIN_REPORT_TOKEN: usage, report and metrics, read-only;
+	// ADMIN_BOOKINGS_TOKEN: bookings); empty ones are not set.
+	AdminHookToken, AdminReportToken, AdminBookingsToken string
 
 	SiteURL            string   // the site's own origin, always allowed
 	CORSAllowedOrigins []string // further origins allowed to call the API from a browser
@@ -32,6 +36,9 @@ type Config struct {
 	Embeddings Embeddings
 	Search     Search
 	Chat       Chat
+	// FairUse is the per-client shares of the paid budgets, their pacing over the day
+	// and the chat's optional proof of work.
+	FairUse FairUse
 
 	AvailabilityConfig  string   // path of the schedule YAML; empty: no get_free_slots
 	AvailabilityICSURLs []string // busy-time calendar feeds
@@ -206,10 +213,11 @@ const (
 	AreaFetch                    // FETCH_ALLOW_PRIVATE
 	AreaIngest                   // INGEST_SITEMAP_URL, INGEST_INTERVAL
 	AreaLog                      // LOG_LEVEL
+	AreaFairUse                  // *_CLIENT_DAILY_SHARE, BUDGET_PACING*, CLIENT_KEY_SECRET, CHAT_PROOF_OF_WORK*
 )
 
 // All is every area: what serve loads.
-var All = []Area{AreaDatabase, AreaHTTP, AreaEmbeddings, AreaSearch, AreaChat, AreaAvailability, AreaSite, AreaRetention, AreaFetch, AreaIngest, AreaLog}
+var All = []Area{AreaDatabase, AreaHTTP, AreaEmbeddings, AreaSearch, AreaChat, AreaAvailability, AreaSite, AreaRetention, AreaFetch, AreaIngest, AreaLog, AreaFairUse}
 
 // Load reads the given areas (none: All) through getenv (os.Getenv in production) and
 // reports every problem at once, one line each. Areas not asked for stay at their zero
@@ -261,6 +269,8 @@ func Load(getenv func(string) string, areas ...Area) (Config, error) {
 			c.Fetch = l.fetchOptions("FETCH_ALLOW_PRIVATE")
 		case AreaIngest:
 			c.Ingest.load(l)
+		case AreaFairUse:
+			c.FairUse.load(l)
 		case AreaLog:
 			c.LogLevel = l.str("LOG_LEVEL", "info")
 			switch c.LogLevel {
@@ -311,10 +321,24 @@ func (c *Config) loadHTTP(l *loader) {
 	if c.AdminListenAddr == "off" {
 		c.AdminListenAddr = ""
 	}
-	if c.AdminListenAddr != "" && c.AdminToken == "" {
-		l.fail("ADMIN_TOKEN", "is required while the admin listener is on (set ADMIN_LISTEN_ADDR=off to turn it off)")
-	} else if c.AdminToken != "" && len(c.AdminToken) < 16 {
-		l.fail("ADMIN_TOKEN", "must be at least 16 characters")
+	c.AdminHookToken = l.str("ADMIN_HOOK_TOKEN", "")
+	c.AdminReportToken = l.str("ADMIN_REPORT_TOKEN", "")
+	c.AdminBookingsToken = l.str("ADMIN_BOOKINGS_TOKEN", "")
+	anyToken := false
+	for _, t := range []struct{ name, v string }{
+		{"ADMIN_TOKEN", c.AdminToken}, {"ADMIN_HOOK_TOKEN", c.AdminHookToken},
+		{"ADMIN_REPORT_TOKEN", c.AdminReportToken}, {"ADMIN_BOOKINGS_TOKEN", c.AdminBookingsToken},
+	} {
+		if t.v == "" {
+			continue
+		}
+		anyToken = true
+		if len(t.v) < 16 {
+			l.fail(t.name, "must be at least 16 characters")
+		}
+	}
+	if c.AdminListenAddr != "" && !anyToken {
+		l.fail("ADMIN_TOKEN", "is required while the admin listener is on, or one of ADMIN_HOOK_TOKEN, ADMIN_REPORT_TOKEN, ADMIN_BOOKINGS_TOKEN (set ADMIN_LISTEN_ADDR=off to turn it off)")
 	}
 }
 

@@ -35,6 +35,15 @@ const (
 	EventFeedback        = "feedback"
 	EventHandoverOffered = "handover_offered"
 	EventHandoverCalled  = "handover_called"
+	EventFairUse         = "fair_use"
+)
+
+// The details of EventFairUse, each followed by "/" and a budget kind (llm, embedding)
+// or, for the proof of work, an outcome.
+const (
+	FairUseShareReached = "share_reached" // a client reached its daily share (once per client, day and kind)
+	FairUsePaced        = "paced"         // a call the paced ceiling refused
+	FairUseProofOfWork  = "pow"           // pow/issued, pow/solved, pow/missing, pow/invalid, pow/expired, pow/replayed
 )
 
 // Answer kinds: what a visitor rates.
@@ -168,6 +177,15 @@ func (r *Recorder) HandoverCalled(tool string) {
 	}
 	r.metrics.handovers.WithLabelValues("called").Inc()
 	r.add(EventHandoverCalled, vocabulary(tool))
+}
+
+// FairUse counts a fair-use event: what (FairUseShareReached, FairUsePaced,
+// FairUseProofOfWork) and its kind or outcome, both words of a fixed vocabulary.
+func (r *Recorder) FairUse(what, kind string) {
+	if r == nil {
+		return
+	}
+	r.add(EventFairUse, what+"/"+vocabulary(kind))
 }
 
 func (r *Recorder) add(event, detail string) {

@@ -24,6 +24,8 @@ type Report struct {
 	Feedback  []FeedbackRow  `json:"feedback"` // one row per answer kind
 	Searches  SearchCounts   `json:"searches"`
 	Handovers HandoverCounts `json:"handovers"`
+	// FairUse is what the fair-use rules did: counts only.
+	FairUse FairUseCounts `json:"fairUse"`
 	// TopPages are the pages cited most often in answers, then most often a search's top
 	// result; at most 10.
 	TopPages []PageRow `json:"topPages"`
@@ -68,6 +70,16 @@ type HandoverCounts struct {
 	Called  int64 `json:"called"`  // contact forms a visitor's assistant filled in
 }
 
+// FairUseCounts are the fair-use rules at work, by budget kind (llm, embedding) or, for
+// the proof of work, by outcome (issued, solved, missing, invalid, expired, replayed).
+type FairUseCounts struct {
+	// SharesReached counts clients that reached their daily share (each once a day and kind).
+	SharesReached map[string]int64 `json:"sharesReached"`
+	// Paced counts calls the paced ceiling refused.
+	Paced       map[string]int64 `json:"paced"`
+	ProofOfWork map[string]int64 `json:"proofOfWork"`
+}
+
 // PageRow is one page's coverage.
 type PageRow struct {
 	URL   string `json:"url"`
@@ -108,6 +120,7 @@ func Read(ctx context.Context, pool *pgxpool.Pool, days int) (*Report, error) {
 	r := &Report{Days: days, From: from.Format(time.DateOnly), To: today.Format(time.DateOnly),
 		Answers:  AnswerCounts{ByKind: map[string]int64{}, Fallback: map[string]int64{}},
 		Searches: SearchCounts{ByChannel: map[string]ChannelCounts{}},
+		FairUse:  FairUseCounts{SharesReached: map[string]int64{}, Paced: map[string]int64{}, ProofOfWork: map[string]int64{}},
 		TopPages: []PageRow{}, Daily: []DayRow{}, NeverCited: PageList{Pages: []PageRef{}}}
 	feedback := map[string]*FeedbackRow{}
 	for _, k := range Kinds {
@@ -187,6 +200,18 @@ func (r *Report) count(day *DayRow, feedback map[string]*FeedbackRow, event, det
 	case EventHandoverCalled:
 		r.Handovers.Called += n
 		day.HandoversCalled += n
+	case EventFairUse:
+		if len(parts) != 2 {
+			return
+		}
+		switch parts[0] {
+		case FairUseShareReached:
+			r.FairUse.SharesReached[parts[1]] += n
+		case FairUsePaced:
+			r.FairUse.Paced[parts[1]] += n
+		case FairUseProofOfWork:
+			r.FairUse.ProofOfWork[parts[1]] += n
+		}
 	}
 }
 
