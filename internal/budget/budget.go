@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"crypto/rand"
 	"log/slog"
 	"os"
 	"sync"
@@ -41,6 +42,18 @@ type Options struct {
 	// a live replica renews it every LeaseTTL/3 while it holds tokens.
 	LeaseTTL time.Duration
 	Logger   *slog.Logger // nil discards
+
+	// ClientShare is what one client may spend of the day (0: no share); ClientSecret
+	// keys the hash that names clients in the database (see fairuse.go). A reservation
+	// whose context names no client (WithClient) is charged to no share.
+	ClientShare  int64
+	ClientSecret []byte
+	// Pacing releases the day's limit over the day: Burst tokens at midnight UTC, the
+	// rest linearly until the day's end (see fairuse.go).
+	Pacing bool
+	Burst  int64
+	// OnFairUse is told of fair-use events (EventShareReached, EventPaced); nil: none.
+	OnFairUse func(event string)
 }
 
 // DefaultLeaseTTL is how long a lease outlives its replica's last renewal.
@@ -63,6 +76,9 @@ type Budget struct {
 	wake                     chan struct{}
 	wg                       sync.WaitGroup
 	lastErr                  time.Time // of the last logged flush failure
+
+	shareWG sync.WaitGroup // share corrections under way
+	press   pressure
 }
 
 // New returns the budget opts describe on pool. It contacts nothing until a reservation.
@@ -75,6 +91,10 @@ func New(pool *pgxpool.Pool, opts Options) *Budget {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if len(opts.ClientSecret) == 0 {
+		opts.ClientSecret = make([]byte, 32)
+		_, _ = rand.Read(opts.ClientSecret) // per process: shares then hold per replica
 	}
 	host, _ := os.Hostname()
 	return &Budget{
@@ -99,6 +119,10 @@ type Reservation struct {
 	tokens  int64
 	expires time.Time // its call's deadline plus a margin
 	done    bool      // guarded by b.mu
+	// prepaid is what a reclaim of its lease already charged as spent (guarded by b.mu):
+	// settling charges only what the call used beyond it.
+	prepaid int64
+	share   *share // its charge to its client's share; nil: none
 }
 
 // reservationMargin is how long after its call's deadline an unsettled reservation is
@@ -122,7 +146,14 @@ func (b *Budget) Reserve(ctx context.Context, tokens int64) (*Reservation, error
 		expires = d
 	}
 	r := &Reservation{b: b, expires: expires.Add(reservationMargin)}
-	if err := b.take(ctx, b.today(), r, tokens); err != nil {
+	day := b.today()
+	sh, err := b.takeShare(ctx, day, nil, tokens)
+	if err != nil {
+		return nil, err
+	}
+	r.share = sh
+	if err := b.take(ctx, day, r, tokens); err != nil {
+		b.settleShare(sh, 0)
 		return nil, err
 	}
 	return r, nil
@@ -137,7 +168,20 @@ func (r *Reservation) Extend(ctx context.Context, tokens int64) error {
 	if done {
 		return errors.New("budget: extending a settled reservation")
 	}
-	return r.b.take(ctx, day, r, max(tokens, 0))
+	tokens = max(tokens, 0)
+	if r.share != nil {
+		before := r.share.tokens
+		if _, err := r.b.takeShare(ctx, day, r.share, tokens); err != nil {
+			return err
+		}
+		if err := r.b.take(ctx, day, r, tokens); err != nil {
+			r.b.settleShare(&share{day: r.share.day, client: r.share.client, tokens: r.share.tokens - before}, 0)
+			r.share.tokens = before
+			return err
+		}
+		return nil
+	}
+	return r.b.take(ctx, day, r, tokens)
 }
 
 // Tokens is what the reservation holds.
@@ -178,9 +222,10 @@ func (r *Reservation) finish(used int64) {
 	}
 	r.done = true
 	r.l.held -= r.tokens
-	r.l.pending += used
+	r.l.pending += max(used-r.prepaid, 0)
 	delete(r.l.calls, r)
 	b.kickLocked()
+	b.settleShare(r.share, used)
 }
 
 func (b *Budget) today() time.Time { return b.opts.Now().UTC().Truncate(24 * time.Hour) }

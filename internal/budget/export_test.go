@@ -18,3 +18,13 @@ func (r *Reservation) Outlive() {
 
 // ReservationMargin is the margin past a call's deadline.
 const ReservationMargin = reservationMargin
+
+// RenewDue makes every lease due for renewal, so that the next Flush writes it and finds
+// out whether another replica reclaimed it.
+func (b *Budget) RenewDue() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, l := range b.leases {
+		l.renewed = time.Time{}
+	}
+}

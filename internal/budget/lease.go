@@ -63,8 +63,16 @@ func (l *lease) recent(now time.Time) int64 {
 const idleAfter = 250 * time.Millisecond
 
 // lost forgets a lease that another replica reclaimed: it charged all of granted, the
-// spend pending here included. Calls still held settle into a new lease.
-func (l *lease) lost() { l.id, l.granted, l.pending = 0, 0, 0 }
+// spend pending here and the calls still held included. Those calls settle into a new
+// lease, charging only what they use beyond what the reclaim charged for them (a
+// replica paused past its lease's expiry, by a long GC pause or a frozen VM, is charged
+// once for each call). b.mu held.
+func (l *lease) lost() {
+	for r := range l.calls {
+		r.prepaid = r.tokens
+	}
+	l.id, l.granted, l.pending = 0, 0, 0
+}
 
 // leaseOf returns the lease of day, made if need be; b.mu held.
 func (b *Budget) leaseOf(day time.Time) *lease {
@@ -112,6 +120,9 @@ func (b *Budget) take(ctx context.Context, day time.Time, r *Reservation, tokens
 		id := l.id
 		b.mu.Unlock()
 		got, newID, err := b.grow(ctx, day, id, need, want)
+		if errors.Is(err, ErrBudgetExhausted) && reclaimed {
+			return b.pacedRefusal(ctx, day, need)
+		}
 		switch {
 		case errors.Is(err, errLeaseGone):
 			b.mu.Lock()
@@ -121,7 +132,7 @@ func (b *Budget) take(ctx context.Context, day time.Time, r *Reservation, tokens
 		case errors.Is(err, ErrBudgetExhausted) && !reclaimed:
 			reclaimed = true
 			if n, rerr := b.Reclaim(ctx); rerr != nil || n == 0 {
-				return err
+				return b.pacedRefusal(ctx, day, need)
 			}
 			continue
 		case err != nil:
@@ -190,7 +201,8 @@ func (b *Budget) grow(ctx context.Context, day time.Time, id, need, want int64) 
 		}
 	}
 	var live bool
-	err = b.pool.QueryRow(ctx, growSQL, day, b.opts.Kind, need, want, b.opts.Limit, id, b.holder,
+	// Under pacing the ceiling stands in for the limit: nothing past it is leased.
+	err = b.pool.QueryRow(ctx, growSQL, day, b.opts.Kind, need, want, b.ceiling(day, b.opts.Now()), id, b.holder,
 		b.opts.LeaseTTL.Seconds()).Scan(&got, &newID, &live)
 	switch {
 	case err != nil:
@@ -285,7 +297,7 @@ func (b *Budget) expireLocked(l *lease, now time.Time) {
 		if now.After(r.expires) {
 			r.done = true
 			l.held -= r.tokens
-			l.pending += r.tokens
+			l.pending += max(r.tokens-r.prepaid, 0)
 			delete(l.calls, r)
 			b.opts.Logger.Warn("a budget reservation outlived its call; charged as spent", "kind", b.opts.Kind, "tokens", r.tokens)
 		}
@@ -405,6 +417,7 @@ func (b *Budget) Close(ctx context.Context) error {
 	default:
 	}
 	b.wg.Wait()
+	b.shareWG.Wait()
 	return b.Flush(ctx)
 }
 
