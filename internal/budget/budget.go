@@ -13,9 +13,9 @@ package budget
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
-	"crypto/rand"
 	"log/slog"
 	"os"
 	"sync"
