@@ -67,7 +67,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		}, []string{"route"}),
 		chatAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sitetools_chat_answers_total",
-			Help: "Chat turns answered, by mode (llm, retrieval) and reason (stop, max_tool_rounds, llm_not_configured, llm_budget_exhausted, llm_unavailable).",
+			Help: "Chat turns answered, by mode (llm, retrieval) and reason (stop, max_tool_rounds, llm_not_configured, llm_budget_exhausted, llm_client_share_spent, llm_budget_paced, llm_unavailable).",
 		}, []string{"mode", "reason"}),
 	}
 	m.reg.MustRegister(m.toolCalls, m.toolDuration, m.httpRequests, m.httpDuration, m.chatAnswers,

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sitetools/sitetools/internal/assistant"
+	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/insights"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/tools"
@@ -46,6 +47,7 @@ type App struct {
 	insights  *insights.Recorder
 	answerIDs *insights.AnswerIDs
 	pressure  func() bool // the paced LLM budget runs short; never nil
+	pow       *proofOfWork
 
 	mcp    *mcpChannel
 	site   *web.Site
@@ -61,6 +63,7 @@ type Edge struct {
 	limiter *RateLimiter
 	toolCap *Cap // tool calls at once
 	chatCap *Cap // chat turns at once
+	bucket  func(client string) string
 }
 
 // NewEdge returns the edge for cfg, registering its metrics with reg (nil: a registry of
@@ -71,13 +74,23 @@ func NewEdge(cfg config.Config, reg *prometheus.Registry) *Edge {
 		limiter: newClientLimiter(cfg),
 		toolCap: NewCap(cfg.ToolMaxConcurrent, cfg.ToolMaxConcurrentPerClient, "tool calls", clientBucket(cfg)),
 		chatCap: NewCap(cfg.Chat.MaxConcurrent, cfg.Chat.MaxConcurrentPerClient, "chat conversations", clientBucket(cfg)),
+		bucket:  clientBucket(cfg),
 	}
 }
 
 // Interceptors are the edge's interceptors of every call, outermost first: metrics see
 // every outcome, and the rate limit and the cap apply before any work.
 func (e *Edge) Interceptors() []tools.Interceptor {
-	return []tools.Interceptor{e.metrics.intercept, e.limiter.Intercept, e.toolCap.Intercept}
+	return []tools.Interceptor{e.metrics.intercept, e.limiter.Intercept, e.toolCap.Intercept, e.fairUse}
+}
+
+// fairUse names the call's client to the budgets (budget.WithClient) by the rate limit's
+// key, so that the paid calls it makes are charged to that client's daily share.
+func (e *Edge) fairUse(ctx context.Context, call *tools.Call, next tools.Invoker) (*tools.Result, error) {
+	if c := call.Request.Client; c != "" {
+		ctx = budget.WithClient(ctx, e.bucket(c))
+	}
+	return next(ctx, call)
 }
 
 // Metrics is the registry the edge's metrics are in.
@@ -141,6 +154,7 @@ func New(cfg config.Config, opts Options) (*App, error) {
 		a.insights = insights.New(opts.DB.Pool, insights.Options{Logger: logger})
 	}
 	a.answerIDs = insights.NewAnswerIDs(opts.DB.Pool, nil)
+	a.pow = newProofOfWork(opts.DB)
 	a.mcp = &mcpChannel{a: a}
 	site, err := web.New(web.Options{PagesDir: cfg.SitePagesDir, WidgetPath: cfg.WebMCPWidgetPath,
 		RelayPort: cfg.WebMCPRelayPort, OriginTrialToken: cfg.WebMCPOriginTrialToken, Logger: logger})

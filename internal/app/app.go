@@ -82,10 +82,9 @@ func Build(ctx context.Context, cfg config.Config, opts Options) (svc *Service, 
 		s.logger.Warn("database not ready", "err", err.Error())
 	}
 	providerMetrics := budget.NewProviderMetrics(s.Metrics)
-	embeddingBudget := budget.New(s.DB.Pool, budget.Options{Kind: "embedding", Limit: cfg.Embeddings.DailyTokenBudget,
-		PricePerMTok: cfg.Embeddings.PricePerMTok, Logger: s.logger})
-	s.LLMBudget = budget.New(s.DB.Pool, budget.Options{Kind: "llm", Limit: cfg.Chat.DailyTokenBudget,
-		PricePerMTok: cfg.Chat.PricePerMTok, Logger: s.logger})
+	counts := &fairUseCounts{}
+	embeddingBudget := budget.New(s.DB.Pool, budgetOptions(cfg, "embedding", cfg.Embeddings.DailyTokenBudget, cfg.Embeddings.PricePerMTok, counts, s.logger))
+	s.LLMBudget = budget.New(s.DB.Pool, budgetOptions(cfg, "llm", cfg.Chat.DailyTokenBudget, cfg.Chat.PricePerMTok, counts, s.logger))
 	s.closers = append(s.closers, func() { closeBudgets(s.logger, embeddingBudget, s.LLMBudget) })
 	for _, b := range []*budget.Budget{embeddingBudget, s.LLMBudget} {
 		// What the providers reported before (ingest, other replicas) sizes reservations
@@ -134,7 +133,8 @@ func Build(ctx context.Context, cfg config.Config, opts Options) (svc *Service, 
 	s.HTTP, err = Wire(cfg, Parts{
 		DB: s.DB, Logger: s.logger, Metrics: s.Metrics, Usage: s.Usage, Bookings: bookings,
 		ChatProvider: chat, ChatPersona: persona, ChatBudget: s.LLMBudget, ChatBreaker: chatBreaker,
-		ProviderMetrics: providerMetrics, Reindex: reindex,
+		ProviderMetrics: providerMetrics, Reindex: reindex, FairUseCounts: counts, Pressure: s.LLMBudget.Pressure,
+		Ceilings: map[string]func() int64{"embedding": embeddingBudget.Ceiling, "llm": s.LLMBudget.Ceiling},
 		Register: func(r *tools.Registry) error {
 			for _, t := range siteTools {
 				if err := r.Add(t); err != nil {

@@ -47,6 +47,13 @@ type Parts struct {
 	ProviderMetrics *budget.ProviderMetrics
 	// Reindex is the publish hook's queue (nil: no POST /admin/reindex).
 	Reindex server.Reindexer
+	// FairUseCounts passes the budgets' fair-use events to the owner's counts (nil: the
+	// budgets count none).
+	FairUseCounts *fairUseCounts
+	// Pressure says the paced LLM budget is running short (nil: never).
+	Pressure func() bool
+	// Ceilings are the budgets' paced ceilings by kind, for the metrics (nil: none).
+	Ceilings map[string]func() int64
 }
 
 // Wire builds the HTTP application: the edge (metrics, rate limit, caps), the registry
@@ -62,6 +69,9 @@ func Wire(cfg config.Config, p Parts) (*server.App, error) {
 	}
 	edge := server.NewEdge(cfg, p.Metrics)
 	counts := insights.New(p.DB.Pool, insights.Options{Logger: logger, Registerer: edge.Metrics()})
+	if p.FairUseCounts != nil {
+		p.FairUseCounts.set(counts)
+	}
 	registry := tools.NewRegistry(&tools.Options{
 		DefaultTimeout: cfg.ToolTimeout,
 		Logger:         logger,
@@ -79,7 +89,7 @@ func Wire(cfg config.Config, p Parts) (*server.App, error) {
 	}
 	metrics.MustRegister(budget.NewUsageCollector(p.DB.Pool, map[string]int64{
 		"embedding": cfg.Embeddings.DailyTokenBudget, "llm": cfg.Chat.DailyTokenBudget,
-	}, logger))
+	}, logger).WithCeilings(p.Ceilings))
 	chatOpts := assistant.Options{
 		Registry:        registry,
 		ToolMode:        cfg.Chat.ToolMode,
@@ -95,8 +105,7 @@ func Wire(cfg config.Config, p Parts) (*server.App, error) {
 		chatOpts.Provider = p.ChatProvider
 		chatOpts.Budget, chatOpts.Breaker = p.ChatBudget, p.ChatBreaker
 		if chatOpts.Budget == nil {
-			chatOpts.Budget = budget.New(p.DB.Pool, budget.Options{Kind: "llm", Limit: cfg.Chat.DailyTokenBudget,
-				PricePerMTok: cfg.Chat.PricePerMTok, Logger: logger})
+			chatOpts.Budget = budget.New(p.DB.Pool, budgetOptions(cfg, "llm", cfg.Chat.DailyTokenBudget, cfg.Chat.PricePerMTok, p.FairUseCounts, logger))
 		}
 	}
 	chat, err := assistant.New(chatOpts)
@@ -104,5 +113,5 @@ func Wire(cfg config.Config, p Parts) (*server.App, error) {
 		return nil, fmt.Errorf("app.Wire: %w", err)
 	}
 	return server.New(cfg, server.Options{DB: p.DB, Logger: logger, Edge: edge, Registry: registry, Chat: chat,
-		Usage: p.Usage, Bookings: p.Bookings, Reindex: p.Reindex, Insights: counts})
+		Usage: p.Usage, Bookings: p.Bookings, Reindex: p.Reindex, Insights: counts, Pressure: p.Pressure})
 }

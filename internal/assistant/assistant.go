@@ -313,8 +313,15 @@ func (t *turnState) providerFailed(ctx context.Context, turn Turn, round int, er
 	}
 	reason := ReasonUnavailable
 	if errors.Is(err, budget.ErrBudgetExhausted) {
-		reason = ReasonBudgetExhausted
-		t.a.opts.Logger.Info("LLM budget spent; the chat answers retrieval-only", "round", round)
+		switch {
+		case errors.Is(err, budget.ErrClientShareSpent):
+			reason = ReasonClientShare
+		case errors.Is(err, budget.ErrPaced):
+			reason = ReasonPaced
+		default:
+			reason = ReasonBudgetExhausted
+		}
+		t.a.opts.Logger.Info("LLM budget spent; the chat answers retrieval-only", "round", round, "reason", reason)
 	} else if errors.Is(err, breaker.ErrOpen) {
 		t.a.opts.Logger.Debug("chat provider circuit open; the chat answers retrieval-only", "round", round)
 	} else {

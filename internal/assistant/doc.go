@@ -105,7 +105,9 @@
 //	error         {"code","message"}
 //
 // A turn ends with sources and message.done, or with one error event. The reasons of
-// message.done are stop, max_tool_rounds, llm_not_configured, llm_budget_exhausted and
+// message.done are stop, max_tool_rounds, llm_not_configured, llm_budget_exhausted,
+// llm_client_share_spent (this visitor's daily share is spent), llm_budget_paced (the
+// day's budget is released over the day, and the part released so far is spent) and
 // llm_unavailable; the codes of error are unavailable, rate_limited, model_error and
 // internal.
 package assistant

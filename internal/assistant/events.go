@@ -19,6 +19,8 @@ const (
 	ReasonMaxToolRounds   = "max_tool_rounds"
 	ReasonNotConfigured   = "llm_not_configured"
 	ReasonBudgetExhausted = "llm_budget_exhausted"
+	ReasonClientShare     = "llm_client_share_spent" // this visitor's share of the day is spent
+	ReasonPaced           = "llm_budget_paced"       // the day's budget is released over the day
 	ReasonUnavailable     = "llm_unavailable"
 )
 

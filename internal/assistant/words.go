@@ -36,6 +36,8 @@ var languages = map[string]*words{
 		retrievalIntro: map[string]string{
 			ReasonNotConfigured:   "This is a search result, not a written answer: the pages of this site that best match your question.",
 			ReasonBudgetExhausted: "The assistant has reached its limit for today, so this is a search result, not a written answer: the pages of this site that best match your question.",
+			ReasonClientShare:     "You have asked the assistant a lot today, so for the rest of the day this is a search result, not a written answer: the pages of this site that best match your question.",
+			ReasonPaced:           "The assistant is very busy at the moment, so this is a search result, not a written answer: the pages of this site that best match your question. Written answers return later today.",
 			ReasonUnavailable:     "The assistant is not available right now, so this is a search result, not a written answer: the pages of this site that best match your question.",
 		},
 		noSearch:      "The assistant is not available right now, and this site has no search to offer instead. Please use the site's contact page.",
@@ -53,6 +55,8 @@ var languages = map[string]*words{
 		retrievalIntro: map[string]string{
 			ReasonNotConfigured:   "Dies ist ein Suchergebnis, keine formulierte Antwort: die Seiten dieser Website, die am besten zu Ihrer Frage passen.",
 			ReasonBudgetExhausted: "Der Assistent hat sein Tageslimit erreicht. Darum ist dies ein Suchergebnis, keine formulierte Antwort: die Seiten dieser Website, die am besten zu Ihrer Frage passen.",
+			ReasonClientShare:     "Sie haben dem Assistenten heute schon viele Fragen gestellt. Darum ist dies für den Rest des Tages ein Suchergebnis, keine formulierte Antwort: die Seiten dieser Website, die am besten zu Ihrer Frage passen.",
+			ReasonPaced:           "Der Assistent ist gerade sehr gefragt. Darum ist dies ein Suchergebnis, keine formulierte Antwort: die Seiten dieser Website, die am besten zu Ihrer Frage passen. Formulierte Antworten gibt es im Lauf des Tages wieder.",
 			ReasonUnavailable:     "Der Assistent ist gerade nicht verfügbar. Darum ist dies ein Suchergebnis, keine formulierte Antwort: die Seiten dieser Website, die am besten zu Ihrer Frage passen.",
 		},
 		noSearch:      "Der Assistent ist gerade nicht verfügbar, und diese Website hat keine Suche, die stattdessen antworten könnte. Bitte nutzen Sie die Kontaktseite.",

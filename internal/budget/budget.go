@@ -237,14 +237,25 @@ type Usage struct {
 	Limit    int64  `json:"limit"`
 	Reserved int64  `json:"reserved"`
 	Used     int64  `json:"used"`
+	// PacedCeiling is how much of the day may be spent or leased by now: the limit
+	// without pacing, 0 for an unlimited budget.
+	PacedCeiling int64 `json:"pacedCeiling"`
+	Pacing       bool  `json:"pacing"`
+	// ClientShare is what one client may spend of the day (0: no share);
+	// ClientsAtShare how many clients reached it today.
+	ClientShare    int64 `json:"clientShare"`
+	ClientsAtShare int64 `json:"clientsAtShare"`
 }
 
 // Today returns today's usage of the budget as PostgreSQL has it: settled spend reaches
 // it within a fraction of a second (Flush makes it now).
 func (b *Budget) Today(ctx context.Context) (Usage, error) {
 	day := b.today()
-	u := Usage{Day: day.Format(time.DateOnly), Kind: b.opts.Kind, Limit: b.opts.Limit}
-	err := b.pool.QueryRow(ctx, `SELECT reserved, used FROM budgets WHERE day = $1 AND kind = $2`, day, b.opts.Kind).Scan(&u.Reserved, &u.Used)
+	u := Usage{Day: day.Format(time.DateOnly), Kind: b.opts.Kind, Limit: b.opts.Limit,
+		PacedCeiling: b.ceiling(day, b.opts.Now()), Pacing: b.opts.Pacing && b.opts.Limit > 0, ClientShare: b.opts.ClientShare}
+	err := b.pool.QueryRow(ctx, `SELECT coalesce(b.reserved, 0), coalesce(b.used, 0),
+		(SELECT count(*) FROM client_shares WHERE day = $1 AND kind = $2 AND reached)
+		FROM (SELECT 1) one LEFT JOIN budgets b ON b.day = $1 AND b.kind = $2`, day, b.opts.Kind).Scan(&u.Reserved, &u.Used, &u.ClientsAtShare)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return u, fmt.Errorf("budget.Today: %w", pgerr.Wrap("query", err))
 	}

@@ -72,7 +72,17 @@ type UsageCollector struct {
 	logger *slog.Logger
 	now    func() time.Time
 
-	limit, used, reserved, remaining, cost *prometheus.Desc
+	// ceilings are the budgets' paced ceilings now, by kind (WithCeilings).
+	ceilings map[string]func() int64
+
+	limit, used, reserved, remaining, cost, ceiling, atShare *prometheus.Desc
+}
+
+// WithCeilings makes the collector export each kind's paced ceiling (Budget.Ceiling) as
+// sitetools_budget_paced_ceiling_tokens, and returns it.
+func (c *UsageCollector) WithCeilings(ceilings map[string]func() int64) *UsageCollector {
+	c.ceilings = ceilings
+	return c
 }
 
 // NewUsageCollector returns a collector of the budgets of the given kinds and their daily
@@ -91,12 +101,14 @@ func NewUsageCollector(pool *pgxpool.Pool, limits map[string]int64, logger *slog
 		reserved:  desc("sitetools_budget_reserved_tokens", "Tokens of today's budget leased by replicas (calls in flight, spend about to be settled, and about a second of each replica's demand), by kind."),
 		remaining: desc("sitetools_budget_remaining_tokens", "Tokens left in today's budget, by kind; only for limited budgets."),
 		cost:      desc("sitetools_cost_today_usd", "Estimated cost of today's paid calls (UTC day) in USD, by kind, from the ledger."),
+		ceiling:   desc("sitetools_budget_paced_ceiling_tokens", "How much of today's budget may be used or leased by now, by kind: with BUDGET_PACING the burst plus the rest released linearly over the day, else the limit; only for limited budgets."),
+		atShare:   desc("sitetools_budget_clients_at_share", "Clients that reached their daily share of the budget today, by kind (shared by all replicas)."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *UsageCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.limit, c.used, c.reserved, c.remaining, c.cost} {
+	for _, d := range []*prometheus.Desc{c.limit, c.used, c.reserved, c.remaining, c.cost, c.ceiling, c.atShare} {
 		ch <- d
 	}
 }
@@ -111,7 +123,8 @@ func (c *UsageCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	day := c.now().UTC().Truncate(24 * time.Hour)
 	rows, err := c.pool.Query(ctx, `
-		SELECT k.kind, coalesce(b.used, 0), coalesce(b.reserved, 0), coalesce(l.cost, 0)
+		SELECT k.kind, coalesce(b.used, 0), coalesce(b.reserved, 0), coalesce(l.cost, 0),
+			(SELECT count(*) FROM client_shares s WHERE s.day = $2::date AND s.kind = k.kind AND s.reached)
 		FROM unnest($1::text[]) AS k(kind)
 		LEFT JOIN budgets b ON b.kind = k.kind AND b.day = $2::date
 		LEFT JOIN (SELECT kind, sum(cost_usd)::float8 AS cost FROM ledger WHERE at >= $2 GROUP BY kind) l ON l.kind = k.kind`,
@@ -123,9 +136,9 @@ func (c *UsageCollector) Collect(ch chan<- prometheus.Metric) {
 	defer rows.Close()
 	for rows.Next() {
 		var kind string
-		var used, reserved int64
+		var used, reserved, atShare int64
 		var cost float64
-		if err := rows.Scan(&kind, &used, &reserved, &cost); err != nil {
+		if err := rows.Scan(&kind, &used, &reserved, &cost, &atShare); err != nil {
 			c.logger.Debug("budget metrics: database unavailable", "err", err.Error())
 			return
 		}
@@ -135,7 +148,11 @@ func (c *UsageCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.reserved, prometheus.GaugeValue, float64(reserved), kind)
 		if limit > 0 {
 			ch <- prometheus.MustNewConstMetric(c.remaining, prometheus.GaugeValue, float64(max(limit-used-reserved, 0)), kind)
+			if f := c.ceilings[kind]; f != nil {
+				ch <- prometheus.MustNewConstMetric(c.ceiling, prometheus.GaugeValue, float64(f()), kind)
+			}
 		}
+		ch <- prometheus.MustNewConstMetric(c.atShare, prometheus.GaugeValue, float64(atShare), kind)
 		ch <- prometheus.MustNewConstMetric(c.cost, prometheus.GaugeValue, cost, kind)
 	}
 	if err := rows.Err(); err != nil {

@@ -24,6 +24,8 @@ import (
 // Why a search ran without its vector half.
 const (
 	DegradedBudget      = "embedding_budget_exhausted"
+	DegradedClientShare = "embedding_client_share_spent" // this client's daily share is spent
+	DegradedPaced       = "embedding_budget_paced"       // the budget's paced ceiling refused
 	DegradedUnavailable = "embedding_unavailable"
 )
 
@@ -86,9 +88,9 @@ func NewQueryEmbedder(opts QueryEmbedderOptions) (*QueryEmbedder, error) {
 	}, []string{"source"})
 	q.degraded = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sitetools_search_degraded_total",
-		Help: "Searches answered from full-text only, by reason (embedding_budget_exhausted, embedding_unavailable).",
+		Help: "Searches answered from full-text only, by reason (embedding_budget_exhausted, embedding_client_share_spent, embedding_budget_paced, embedding_unavailable).",
 	}, []string{"reason"})
-	for _, reason := range []string{DegradedBudget, DegradedUnavailable} {
+	for _, reason := range []string{DegradedBudget, DegradedClientShare, DegradedPaced, DegradedUnavailable} {
 		q.degraded.WithLabelValues(reason)
 	}
 	if opts.Registerer != nil {

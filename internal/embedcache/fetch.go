@@ -112,7 +112,7 @@ func (q *QueryEmbedder) fetch(ctx context.Context, c callInfo) (res embedResult,
 	if errors.Is(err, budget.ErrBudgetExhausted) {
 		brk.Done(breaker.ErrNotCalled)
 		q.hits.WithLabelValues("degraded").Inc()
-		return embedResult{degraded: DegradedBudget}, nil
+		return embedResult{degraded: degradedBy(err)}, nil
 	}
 	if err != nil {
 		brk.Done(breaker.ErrNotCalled)
@@ -153,6 +153,17 @@ func (q *QueryEmbedder) fetch(ctx context.Context, c callInfo) (res embedResult,
 		budget.Statement{SQL: `DELETE FROM embedding_claims WHERE key = $1`, Args: []any{c.key[:]}}) == nil
 	q.hits.WithLabelValues("provider").Inc()
 	return embedResult{vec: v}, nil
+}
+
+// degradedBy is why a search runs without its vector when the budget refused the call.
+func degradedBy(err error) string {
+	switch {
+	case errors.Is(err, budget.ErrClientShareSpent):
+		return DegradedClientShare
+	case errors.Is(err, budget.ErrPaced):
+		return DegradedPaced
+	}
+	return DegradedBudget
 }
 
 // failed settles a failed call: requests that may have reached the provider are

@@ -122,8 +122,8 @@ func Tools(opts Options) ([]tools.Tool, error) {
 					"required": ["title", "url", "snippet", "score", "matched"],
 					"additionalProperties": false
 				}},
-				"degraded": {"type": "string", "enum": ["embedding_budget_exhausted", "embedding_unavailable"],
-					"description": "Set when only full-text search ran: semantic matching was unavailable."},
+				"degraded": {"type": "string", "enum": ["embedding_budget_exhausted", "embedding_client_share_spent", "embedding_budget_paced", "embedding_unavailable"],
+					"description": "Set when only full-text search ran: semantic matching was unavailable (the day's budget is spent, this client's daily share of it is spent, the part of the day's budget released so far is spent, or the model is unavailable)."},
 				"corrected": {"type": "object", "additionalProperties": {"type": "string"},
 					"description": "Query words the site does not have, and the word searched for instead."}
 			},
