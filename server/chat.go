@@ -31,7 +31,9 @@ const heartbeatEvery = 15 * time.Second
 // (see chatLanguage), which the response's Content-Language names. Until the stream starts, failures are HTTP errors in the one error shape: a bad
 // body (400 malformed_request), no consent (403 consent_required), a transcript over
 // the caps (400 query_too_long, details pointing at /messages or /messages/N/content),
-// 413, 415, 429. Then every event is "event: <name>\ndata: <json>\n\n" (see package
+// 413, 415, 429, 503, and, last, the proof of work when one is required (403
+// proof_of_work_required or proof_of_work_invalid, see checkProofOfWork). Then every
+// event is "event: <name>\ndata: <json>\n\n" (see package
 // assistant for the events), and a failure is an error event that ends the stream.
 func (a *App) chatTurn(c echo.Context) error {
 	req := c.Request()
@@ -59,6 +61,10 @@ func (a *App) chatTurn(c echo.Context) error {
 		return err
 	}
 	defer release()
+	// Last: every refusal above costs nothing and leaves the visitor's solution unspent.
+	if err := a.checkProofOfWork(req.Context(), req.Header.Get(proofOfWorkHeader)); err != nil {
+		return err
+	}
 
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")

@@ -733,6 +733,7 @@ func TestContract(t *testing.T) {
 
 	cases = append(cases, staticFileCases(t)...)
 	cases = append(cases, feedbackCases(t, db, limitedSrv, downSrv)...)
+	cases = append(cases, proofOfWorkCases(t, doc, db, chatRegister)...)
 	cases = append(cases,
 		contractCase{name: "widget", method: "GET", path: "/webmcp/widget.js", status: 200,
 			check: staticFile([]byte("class WebMCP {}\n"), "text/javascript", "no-cache")},

@@ -23,6 +23,13 @@ const (
 	CodeUnsupportedMediaType = "unsupported_media_type"
 )
 
+// A chat turn without a solved challenge while CHAT_PROOF_OF_WORK asks for one, and one
+// whose solution is forged, expired or was used before (pow.go).
+const (
+	CodeProofOfWorkRequired = "proof_of_work_required"
+	CodeProofOfWorkInvalid  = "proof_of_work_invalid"
+)
+
 // codes maps every error code to its HTTP status. It is the only such table.
 var codes = map[string]int{
 	tools.CodeMalformedRequest:       http.StatusBadRequest,
@@ -32,6 +39,8 @@ var codes = map[string]int{
 	CodeUnauthorized:                 http.StatusUnauthorized,
 	CodeOriginNotAllowed:             http.StatusForbidden,
 	CodeConsentRequired:              http.StatusForbidden,
+	CodeProofOfWorkRequired:          http.StatusForbidden,
+	CodeProofOfWorkInvalid:           http.StatusForbidden,
 	tools.CodeNotFound:               http.StatusNotFound,
 	tools.CodeUnknownTool:            http.StatusNotFound,
 	CodeUnknownAnswer:                http.StatusNotFound,

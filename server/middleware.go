@@ -211,7 +211,7 @@ func (a *App) cors() echo.MiddlewareFunc {
 			return a.allowOrigin(r, origin), nil
 		},
 		AllowedMethods: []string{http.MethodGet, http.MethodPost},
-		AllowedHeaders: []string{"Content-Type", "Idempotency-Key", "If-None-Match", "Mcp-Protocol-Version", "Mcp-Method", "Mcp-Name", "Last-Event-ID"},
+		AllowedHeaders: []string{"Content-Type", "Idempotency-Key", "If-None-Match", "Mcp-Protocol-Version", "Mcp-Method", "Mcp-Name", "Last-Event-ID", "Altcha"},
 		ExposedHeaders: []string{"ETag", "Retry-After"},
 		MaxAge:         600,
 	})

@@ -24,6 +24,8 @@ func (a *App) publicRoutes() *echo.Echo {
 	api.POST("/chat/tools", a.callTool)
 	api.Any("/chat", methodNotAllowed("POST"))
 	api.POST("/chat", a.chatTurn)
+	api.Any("/chat/challenge", methodNotAllowed("GET"))
+	api.GET("/chat/challenge", a.chatChallenge)
 	api.Any("/feedback", methodNotAllowed("POST"))
 	api.POST("/feedback", a.feedback)
 	api.Any("/handover", methodNotAllowed("POST"))

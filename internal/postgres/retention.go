@@ -29,11 +29,15 @@ type Pruned struct {
 	EmbeddingCache int64 `json:"embedding_cache"`
 	Idempotency    int64 `json:"idempotency_keys"`
 	Insights       int64 `json:"insights"` // rows of activity_daily and page_daily
+	// SpentChallenges are expired proof-of-work challenges (spent_challenges): an expired
+	// challenge is refused anyway.
+	SpentChallenges int64 `json:"spent_challenges"`
 }
 
 // Tables returns the counts by table name, for logs and metrics.
 func (p Pruned) Tables() map[string]int64 {
-	return map[string]int64{"ledger": p.Ledger, "budgets": p.Budgets, "embedding_cache": p.EmbeddingCache, "idempotency_keys": p.Idempotency, "insights": p.Insights}
+	return map[string]int64{"ledger": p.Ledger, "budgets": p.Budgets, "embedding_cache": p.EmbeddingCache, "idempotency_keys": p.Idempotency, "insights": p.Insights,
+		"spent_challenges": p.SpentChallenges}
 }
 
 // ErrPruneBusy is returned by a Prune that does not wait while another one (on another
@@ -49,7 +53,8 @@ const pruneBatch = 5000
 
 // Prune deletes what the retention no longer keeps: ledger rows, budget days and insight
 // counts older than LedgerDays, cached query embeddings unused for EmbeddingCacheDays and those beyond
-// the EmbeddingCacheMaxRows most recently used, and expired idempotency keys. Rows go in
+// the EmbeddingCacheMaxRows most recently used, expired idempotency keys and expired
+// proof-of-work challenges. Rows go in
 // batches, each its own statement, so a long backlog never blocks the service.
 //
 // One process prunes at a time, under a PostgreSQL advisory lock. With wait false, Prune
@@ -126,13 +131,22 @@ func (db *DB) Prune(ctx context.Context, r Retention, wait bool) (Pruned, error)
 	}, func() error {
 		return batches(&out.Idempotency, `DELETE FROM idempotency_keys WHERE (tool, key_hash) IN (
 			SELECT tool, key_hash FROM idempotency_keys WHERE expires_at < now() LIMIT $1)`)
-	})
+	}, spentChallenges(&out.SpentChallenges, batches))
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return out, Wrap("postgres.Prune", err)
 		}
 	}
 	return out, nil
+}
+
+// spentChallenges is the step of Prune that deletes the proof-of-work challenges past
+// their expiry: an expired challenge is refused anyway.
+func spentChallenges(n *int64, batches func(*int64, string, ...any) error) func() error {
+	return func() error {
+		return batches(n, `DELETE FROM spent_challenges WHERE challenge IN (
+			SELECT challenge FROM spent_challenges WHERE expires_at < now() LIMIT $1)`)
+	}
 }
 
 // lockPrune takes the prune lock on conn: waiting for it, or ErrPruneBusy at once if

@@ -26,9 +26,11 @@ const widgetDir = "widget"
 
 // The widget's entry points, served under stable names that revalidate (ETag): the
 // chat widget (which starts the bridge), the bridge alone, for a site with a chat UI of
-// its own, and the search element. Everything they load has its content's hash in its
-// name and is cached for a year.
-var widgetEntries = []string{"chat.js", "bridge.js", "search.js"}
+// its own, the search element, and the Web Worker in which the chat solves a proof of
+// work (a Worker's script must be a file of the page's origin, which the chat names
+// relative to itself). Everything they load has its content's hash in its name and is
+// cached for a year.
+var widgetEntries = []string{"chat.js", "bridge.js", "search.js", "pow-worker.js"}
 
 // widgetStyles are the stylesheets, each bundled into <name>-<hash>.css, by the constant
 // that tells its module the bundled name.

@@ -27,6 +27,8 @@ const passed = [
   "origin",
   "idempotency-key",
   "if-none-match",
+  // A chat turn's proof of work (CHAT_PROOF_OF_WORK).
+  "altcha",
   // Remote MCP (Streamable HTTP).
   "mcp-protocol-version",
   "mcp-session-id",

@@ -35,6 +35,7 @@ import {
 import { activityLine, labelOf, setActivity, storedActivity } from './activity.js';
 import { h, icon } from './dom.js';
 import { Feedback, answerOf, feedbackControls, feedbackOf, paintFeedback } from './feedback.js';
+import { Prover } from './pow.js';
 import { renderMarkdown, streamMarkdown } from './render.js';
 import { readEventStream } from './sse.js';
 import { fill, languageOf, stringsFor } from './strings.js';
@@ -83,6 +84,7 @@ class SitetoolsChat extends HTMLElement {
   #lang = '';
   #status = bridgeStatus();
   #feedback = null; // the ratings of answers, when the browser can store the transcript
+  #prover = new Prover(); // the proof of work, when the site asks for one
 
   connectedCallback() {
     if (!this.#el) this.#build();
@@ -550,6 +552,7 @@ class SitetoolsChat extends HTMLElement {
     }
     if (code === 'consent_required') return t.needConsent;
     if (code === 'query_too_long') return t.tooLong;
+    if (code.startsWith('proof_of_work_')) return t.proofFailed;
     if (res.status === 404 || res.status === 405) return t.notAvailable;
     if (res.status === 429) {
       const after = Number.parseInt(res.headers.get('Retry-After') || '', 10);
@@ -592,7 +595,7 @@ class SitetoolsChat extends HTMLElement {
     let failed = '';
     let frame = 0;
     try {
-      const res = await fetch(CHAT_URL, {
+      const res = await this.#prover.post(CHAT_URL, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
         credentials: 'same-origin',
