@@ -231,10 +231,19 @@ func k8sSyncCronJob(t *testing.T, set *k8sSet) {
 			t.Errorf("the sync CronJob's --sitemap %s is not a URL its env sets", c.Args[2])
 		}
 	}
-	if !reflect.DeepEqual(c.EnvFrom, set.c.EnvFrom) {
-		t.Errorf("the sync CronJob's envFrom %+v, the Deployment's %+v: want the same configuration", c.EnvFrom, set.c.EnvFrom)
+	// The Deployment's ConfigMaps, and of its Secret only what ingest reads: the Secret
+	// also holds the admin tokens, which a job that never calls the admin API must not
+	// carry (TestAdminTokensInRecipes).
+	configMapsOnly := func(from []corev1.EnvFromSource) []corev1.EnvFromSource {
+		return slices.DeleteFunc(slices.Clone(from), func(f corev1.EnvFromSource) bool { return f.ConfigMapRef == nil })
 	}
-	podConfig(t, c, set.configMaps, set.secret)
+	if !reflect.DeepEqual(c.EnvFrom, configMapsOnly(set.c.EnvFrom)) {
+		t.Errorf("the sync CronJob's envFrom %+v, want the Deployment's ConfigMaps %+v and no Secret as a whole", c.EnvFrom, configMapsOnly(set.c.EnvFrom))
+	}
+	cfg := podConfig(t, c, set.configMaps, set.secret, ingestAreas...)
+	if cfg.DatabaseURL != set.secret.StringData["DATABASE_URL"] || cfg.Embeddings.APIKey != set.secret.StringData["EMBEDDINGS_API_KEY"] {
+		t.Error("the sync CronJob does not take DATABASE_URL and EMBEDDINGS_API_KEY from the Secret")
+	}
 	if cron.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent {
 		t.Errorf("concurrencyPolicy %q: two syncs could run at once", cron.Spec.ConcurrencyPolicy)
 	}
@@ -510,9 +519,26 @@ func containerPort(t *testing.T, c corev1.Container, name string) int32 {
 	return 0
 }
 
-// podConfig is the configuration the service loads in the pod: the ConfigMaps and the
-// Secret its envFrom names, then its env.
-func podConfig(t *testing.T, c corev1.Container, configMaps map[string]*corev1.ConfigMap, secret *corev1.Secret) config.Config {
+// ingestAreas are the areas of the configuration `sitetools ingest` loads
+// (internal/cli: the database, the embeddings, the fetch client and the log).
+var ingestAreas = []config.Area{config.AreaDatabase, config.AreaEmbeddings, config.AreaFetch, config.AreaLog}
+
+// podConfig is the configuration the service loads in the pod (the areas given, or
+// all as serve loads them): the ConfigMaps and the Secret its envFrom names, then its
+// env, with the Secret's keys it refers to.
+func podConfig(t *testing.T, c corev1.Container, configMaps map[string]*corev1.ConfigMap, secret *corev1.Secret, areas ...config.Area) config.Config {
+	t.Helper()
+	env := podEnv(t, c, configMaps, secret)
+	cfg, err := config.Load(func(k string) string { return env[k] }, areas...)
+	if err != nil {
+		t.Fatalf("the pod's configuration does not load:\n%v", err)
+	}
+	return cfg
+}
+
+// podEnv is the container's environment: the ConfigMaps and the Secret its envFrom
+// names, then its env, values from the Secret's keys resolved.
+func podEnv(t *testing.T, c corev1.Container, configMaps map[string]*corev1.ConfigMap, secret *corev1.Secret) map[string]string {
 	t.Helper()
 	env := map[string]string{}
 	for _, from := range c.EnvFrom {
@@ -532,10 +558,15 @@ func podConfig(t *testing.T, c corev1.Container, configMaps map[string]*corev1.C
 	}
 	for _, e := range c.Env {
 		env[e.Name] = e.Value
+		if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+			continue
+		}
+		ref := e.ValueFrom.SecretKeyRef
+		v, ok := secret.StringData[ref.Key]
+		if ref.Name != secret.Name || !ok {
+			t.Fatalf("%s refers to key %s of Secret %s; the example %s has no such key", e.Name, ref.Key, ref.Name, secret.Name)
+		}
+		env[e.Name] = v
 	}
-	cfg, err := config.Load(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatalf("the pod's configuration does not load:\n%v", err)
-	}
-	return cfg
+	return env
 }

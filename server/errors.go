@@ -18,6 +18,7 @@ const (
 	CodeOriginNotAllowed     = "origin_not_allowed"
 	CodeConsentRequired      = "consent_required"
 	CodeUnauthorized         = "unauthorized"
+	CodeScopeRequired        = "scope_required" // an admin token valid, but of another scope
 	CodeMethodNotAllowed     = "method_not_allowed"
 	CodeBodyTooLarge         = "body_too_large"
 	CodeUnsupportedMediaType = "unsupported_media_type"
@@ -41,6 +42,7 @@ var codes = map[string]int{
 	CodeConsentRequired:              http.StatusForbidden,
 	CodeProofOfWorkRequired:          http.StatusForbidden,
 	CodeProofOfWorkInvalid:           http.StatusForbidden,
+	CodeScopeRequired:                http.StatusForbidden,
 	tools.CodeNotFound:               http.StatusNotFound,
 	tools.CodeUnknownTool:            http.StatusNotFound,
 	CodeUnknownAnswer:                http.StatusNotFound,

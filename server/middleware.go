@@ -1,8 +1,6 @@
 package server
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
 	"log/slog"
 	"net"
@@ -240,24 +238,6 @@ func (a *App) checkOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
-}
-
-// requireToken guards the admin listener with the bearer ADMIN_TOKEN.
-func (a *App) requireToken() echo.MiddlewareFunc {
-	want := sha256.Sum256([]byte(a.cfg.AdminToken))
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error { return tokenValid(c, a.cfg.AdminToken, want, next) }
-	}
-}
-
-func tokenValid(c echo.Context, token string, want [sha256.Size]byte, next echo.HandlerFunc) error {
-	got, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
-	sum := sha256.Sum256([]byte(got))
-	if !ok || token == "" || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
-		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="sitetools-admin"`)
-		return tools.Errorf(CodeUnauthorized, "missing or wrong bearer token")
-	}
-	return next(c)
 }
 
 // methodNotAllowed answers a method the route does not serve.

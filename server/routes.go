@@ -48,19 +48,29 @@ func (a *App) publicRoutes() *echo.Echo {
 	return e
 }
 
-// adminRoutes is every route of the admin listener, all behind the bearer token.
+// adminRoutes is every route of the admin listener. Each names the one scope it needs:
+// a bearer token of another scope gets 403, no or an unknown token 401, and ADMIN_TOKEN
+// opens every scope (adminauth.go).
 func (a *App) adminRoutes() *echo.Echo {
 	e := a.newEcho()
 	e.IPExtractor = ipExtractor(nil)
-	e.Use(a.recoverer, a.observe, a.requireToken())
-	e.GET("/metrics", a.metricsHandler())
-	e.GET("/admin/usage", a.usageReport)
-	e.GET("/admin/report", a.insightsReport)
-	e.GET("/admin/bookings", a.listBookings)
-	e.POST("/admin/bookings", a.createBooking)
-	e.DELETE("/admin/bookings/:id", a.cancelBooking)
-	e.POST("/admin/reindex", a.submitReindex)
-	e.GET("/admin/reindex/:id", a.getReindex)
+	e.Use(a.recoverer, a.observe, authenticate(newAdminTokens(a.cfg)))
+	for _, r := range []struct {
+		method, path string
+		scope        adminScope
+		handler      echo.HandlerFunc
+	}{
+		{http.MethodGet, "/metrics", scopeReport, a.metricsHandler()},
+		{http.MethodGet, "/admin/usage", scopeReport, a.usageReport},
+		{http.MethodGet, "/admin/report", scopeReport, a.insightsReport},
+		{http.MethodGet, "/admin/bookings", scopeBookings, a.listBookings},
+		{http.MethodPost, "/admin/bookings", scopeBookings, a.createBooking},
+		{http.MethodDelete, "/admin/bookings/:id", scopeBookings, a.cancelBooking},
+		{http.MethodPost, "/admin/reindex", scopeHook, a.submitReindex},
+		{http.MethodGet, "/admin/reindex/:id", scopeHook, a.getReindex},
+	} {
+		e.Add(r.method, r.path, r.handler, requireScope(r.scope))
+	}
 	return e
 }
 

@@ -90,11 +90,11 @@ final class ReindexClient
     private function send(string $method, string $path, ?string $body, array $headers): ReindexResponse
     {
         if (!$this->configuration->isComplete()) {
-            return new ReindexResponse(0, [], 'not configured: set SITETOOLS_ADMIN_URL and SITETOOLS_ADMIN_TOKEN');
+            return new ReindexResponse(0, [], 'not configured: set SITETOOLS_ADMIN_URL, and SITETOOLS_HOOK_TOKEN to sitetools\' ADMIN_HOOK_TOKEN');
         }
         $options = [
             'headers' => $headers + [
-                'Authorization' => 'Bearer ' . $this->configuration->adminToken,
+                'Authorization' => 'Bearer ' . $this->configuration->hookToken,
                 'Accept' => 'application/json',
             ],
             'timeout' => $this->configuration->timeout,

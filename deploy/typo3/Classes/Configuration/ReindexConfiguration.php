@@ -9,13 +9,16 @@ use TYPO3\CMS\Core\Utility\GeneralUtility;
 
 /**
  * Where sitetools is and what to send it: the environment variables SITETOOLS_ADMIN_URL,
- * SITETOOLS_ADMIN_TOKEN and SITETOOLS_FRONTEND_BASE, or else the extension configuration
+ * SITETOOLS_HOOK_TOKEN and SITETOOLS_FRONTEND_BASE, or else the extension configuration
  * (Admin Tools > Settings > Extension Configuration > sitetools_reindex).
+ *
+ * The token is sitetools' ADMIN_HOOK_TOKEN, which opens the publish hook and nothing
+ * else: a leaked TYPO3 configuration can ask for a re-crawl, never read bookings.
  */
 final class ReindexConfiguration
 {
     public readonly string $adminUrl;
-    public readonly string $adminToken;
+    public readonly string $hookToken;
     public readonly float $timeout;
     /** @var list<string> site identifiers; empty: every site */
     public readonly array $sites;
@@ -30,7 +33,7 @@ final class ReindexConfiguration
             $settings = [];
         }
         $this->adminUrl = rtrim(self::env('SITETOOLS_ADMIN_URL') ?? trim((string)($settings['adminUrl'] ?? '')), '/');
-        $this->adminToken = self::env('SITETOOLS_ADMIN_TOKEN') ?? trim((string)($settings['adminToken'] ?? ''));
+        $this->hookToken = self::env('SITETOOLS_HOOK_TOKEN') ?? trim((string)($settings['hookToken'] ?? ''));
         $timeout = (float)($settings['timeout'] ?? 3);
         $this->timeout = $timeout > 0 ? min($timeout, 30.0) : 3.0;
         $this->sites = GeneralUtility::trimExplode(',', (string)($settings['sites'] ?? ''), true);
@@ -41,7 +44,7 @@ final class ReindexConfiguration
     /** isComplete tells whether sitetools can be called at all. */
     public function isComplete(): bool
     {
-        return $this->adminUrl !== '' && $this->adminToken !== '';
+        return $this->adminUrl !== '' && $this->hookToken !== '';
     }
 
     /** coversSite tells whether sitetools indexes the pages of the site with this identifier. */

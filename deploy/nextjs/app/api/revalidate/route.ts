@@ -15,9 +15,11 @@
 //                          the route answers 404
 //   SITETOOLS_ADMIN_URL    sitetools' admin listener as this server reaches it, e.g.
 //                          http://sitetools:9090; unset, only Next.js revalidates
-//   SITETOOLS_ADMIN_TOKEN  sitetools' ADMIN_TOKEN
+//   SITETOOLS_HOOK_TOKEN   sitetools' ADMIN_HOOK_TOKEN: the publish hook's scope only,
+//                          so a leak of this server's environment reindexes pages at
+//                          worst and reads no bookings or reports
 //
-// The admin token stays on this server: it is read in this route handler only, and a
+// The hook token stays on this server: it is read in this route handler only, and a
 // variable without the NEXT_PUBLIC_ prefix never reaches the browser's bundle.
 //
 // Answers 200 {"revalidated": {...}, "reindex": {"id", "state", "coalesced"} | null}, or
@@ -121,9 +123,9 @@ function strings(v: unknown, name: string): string[] {
 // there is nothing to ask (no paths) or no sitetools admin URL is set.
 async function reindexOnSitetools(body: Body, idempotencyKey: string | null): Promise<Reindex> {
   const adminURL = process.env.SITETOOLS_ADMIN_URL;
-  const token = process.env.SITETOOLS_ADMIN_TOKEN;
+  const token = process.env.SITETOOLS_HOOK_TOKEN;
   if (!adminURL || (!body.all && body.paths.length === 0)) return null;
-  if (!token) return { error: "SITETOOLS_ADMIN_TOKEN is not set" };
+  if (!token) return { error: "SITETOOLS_HOOK_TOKEN is not set: give it sitetools' ADMIN_HOOK_TOKEN" };
 
   const headers: Record<string, string> = {
     authorization: `Bearer ${token}`,
