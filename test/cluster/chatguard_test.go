@@ -197,6 +197,12 @@ type chatDone struct {
 // must be message.done; it returns that event and how long the turn took. A stream still
 // open after 20 s is an error.
 func chatTurn(base, question string) (chatDone, time.Duration, error) {
+	return chatTurnWith(httpClient, base, question)
+}
+
+// chatTurnWith is chatTurn sent with client (e.g. one that connects from a loopback
+// address of its own, a visitor of its own behind the proxy).
+func chatTurnWith(client *http.Client, base, question string) (chatDone, time.Duration, error) {
 	var done chatDone
 	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -208,7 +214,7 @@ func chatTurn(base, question string) (chatDone, time.Duration, error) {
 	})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/chat", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := httpClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return done, time.Since(began), err
 	}

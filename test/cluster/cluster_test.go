@@ -72,6 +72,11 @@ func startClusterWith(t *testing.T, n int, vars map[string]string, hooks cluster
 		"EMBEDDINGS_BASE_URL":   c.provider.BaseURL(),
 		"EMBEDDINGS_MODEL":      "fake-embedding",
 		"EMBEDDINGS_DIMENSIONS": "64",
+		// The cost-guard tests spend the day's limit from one client: no client share and
+		// no pacing, unless a test turns them on (fairuse_test.go).
+		"LLM_CLIENT_DAILY_SHARE":        "0",
+		"EMBEDDINGS_CLIENT_DAILY_SHARE": "0",
+		"BUDGET_PACING":                 "off",
 	}
 	maps.Copy(common, vars)
 	testkit.Run(t, binary, common, "migrate")

@@ -1,0 +1,343 @@
+package cluster_test
+
+import (
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/base64"
+	binenc "encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sitetools/sitetools/internal/llm"
+	"github.com/sitetools/sitetools/internal/llm/llmtest"
+)
+
+// TestFairUse: three replicas behind nginx, a chat model (the fake, which counts what it
+// receives) and visitors that each connect from a loopback address of their own, so that
+// nginx, the trusted proxy, names each by its address. The replicas live through one
+// simulated day (a clock file every replica reads).
+//
+//   - A daily share per client: one visitor looping chat turns as fast as the limits allow
+//     makes the model count at most its share; then it gets the retrieval-only answer
+//     with reason llm_client_share_spent, and a second visitor still gets model answers.
+//   - Pacing: 200 visitors, 50 at each of four points of the day, spend at each point no
+//     more than the paced ceiling (burst + (limit − burst) × t / 24 h), counted by the
+//     model; the rest get llm_budget_paced. /admin/usage and the metrics show the ceiling.
+//   - The owner's report counts the shares reached and the paced refusals.
+//   - Privacy: a dump of the database names none of the visitors' addresses in any textual
+//     form, nor the secret their keys are hashed with; no answer sets a cookie.
+func TestFairUse(t *testing.T) {
+	t.Parallel()
+	const secret = "fair-use-client-key-secret-0123456789abcdef"
+	clock := filepath.Join(t.TempDir(), "clock")
+	setClock := func(at time.Time) {
+		t.Helper()
+		if err := os.WriteFile(clock+".tmp", []byte(at.Format(time.RFC3339Nano)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(clock+".tmp", clock); err != nil { // every replica reads it whole
+			t.Fatal(err)
+		}
+	}
+	midnight := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	setClock(midnight.Add(-12 * time.Hour)) // calibration: the day before
+	model := llmtest.NewChatServer(t)
+	c := startCluster(t, 3, map[string]string{
+		"LLM_BASE_URL":              model.BaseURL(),
+		"LLM_MODEL":                 "fake-model",
+		"LLM_DAILY_TOKEN_BUDGET":    strconv.Itoa(1 << 40),
+		"RATE_LIMIT_PER_MINUTE":     "60",
+		"CLIENT_KEY_SECRET":         secret,
+		"SITETOOLS_TEST_CLOCK_FILE": clock,
+	})
+	cookies := &cookieWatch{}
+	calib := visitor("127.0.9.1", cookies)
+	if done, _, err := chatTurnWith(calib, c.URL(), chatQuestion); err != nil || done.Mode != "llm" {
+		t.Fatalf("calibration turn: %+v, %v", done, err)
+	}
+	conn := c.DB(t)
+	waitIdle(t, conn, "llm")
+	_, turn := ledgerRows(t, conn, "llm", "", "")
+	base := modelCount(model)
+	// A turn reserves about a quarter more than its prompt and the most an answer may
+	// take (1024 tokens), and is charged what the model counted. The day's limit is 150
+	// turns; one visitor's share three reservations; a tenth of the day free at midnight.
+	reservation := 5*turn/4 + 1024
+	limit, share := 150*turn, 3*reservation
+	burst := limit / 10
+	ceiling := func(at time.Time) int64 {
+		return burst + int64(float64(limit-burst)*at.Sub(midnight).Seconds()/86400)
+	}
+	setClock(midnight.Add(2 * time.Hour))
+	c.RestartWith(map[string]string{
+		"LLM_DAILY_TOKEN_BUDGET": strconv.FormatInt(limit, 10),
+		"LLM_CLIENT_DAILY_SHARE": strconv.FormatInt(share, 10),
+		"BUDGET_PACING":          "on",
+		"BUDGET_PACING_BURST":    "10%",
+	})
+	t.Logf("a turn costs %d tokens; the day's limit is %d, a visitor's share %d, the burst %d", turn, limit, share, burst)
+
+	// One visitor, four turns at once (the per-client cap), as long as it gets model
+	// answers, and three more after its share is spent.
+	alice := visitor("127.0.2.1", cookies)
+	before := modelCount(model)
+	var spentAnswers, modelAnswers, limited atomic.Int64
+	var wg sync.WaitGroup
+	var attempts atomic.Int64
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for spentAnswers.Load() < 3 && attempts.Add(1) <= 60 {
+				done, _, err := chatTurnWith(alice, c.URL(), chatQuestion)
+				switch {
+				case err != nil && strings.Contains(err.Error(), "status 429"):
+					limited.Add(1)
+				case err != nil:
+					t.Errorf("alice: %v", err)
+					return
+				case done.Mode == "llm":
+					modelAnswers.Add(1)
+				case done.Reason == "llm_client_share_spent":
+					spentAnswers.Add(1)
+				default:
+					t.Errorf("alice's turn ended %q/%q, want a model answer or llm_client_share_spent", done.Mode, done.Reason)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	waitIdle(t, conn, "llm")
+	aliceCount := modelCount(model) - before
+	t.Logf("alice: %d model answers, %d retrieval-only for her spent share, %d refused by the rate limit; the model counted %d tokens for her (share %d)",
+		modelAnswers.Load(), spentAnswers.Load(), limited.Load(), aliceCount, share)
+	if spentAnswers.Load() < 3 {
+		t.Fatalf("alice never got llm_client_share_spent in 60 turns")
+	}
+	if aliceCount > share {
+		t.Errorf("the model counted %d tokens for one visitor, more than its share %d", aliceCount, share)
+	}
+	if modelAnswers.Load() < 3 {
+		t.Errorf("alice got %d model answers before her share was spent, want at least the 3 it holds at once", modelAnswers.Load())
+	}
+	bob := visitor("127.0.2.2", cookies)
+	if done, _, err := chatTurnWith(bob, c.URL(), chatQuestion); err != nil || done.Mode != "llm" {
+		t.Fatalf("a second visitor after alice's share was spent: %+v, %v; want a model answer", done, err)
+	}
+
+	// 200 visitors, 50 at each point of the day, 20 at a time.
+	var paced int
+	for k, at := range []time.Duration{3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 18 * time.Hour} {
+		now := midnight.Add(at)
+		setClock(now)
+		reasons := map[string]int{}
+		var mu sync.Mutex
+		next := make(chan int)
+		for range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					done, _, err := chatTurnWith(visitor(fmt.Sprintf("127.0.1.%d", k*50+i+1), cookies), c.URL(), chatQuestion)
+					mu.Lock()
+					if err != nil {
+						t.Errorf("visitor %d at %s: %v", k*50+i+1, at, err)
+					}
+					reasons[done.Mode+"/"+done.Reason]++
+					mu.Unlock()
+				}
+			}()
+		}
+		for i := range 50 {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		waitIdle(t, conn, "llm")
+		spent := modelCount(model) - base
+		t.Logf("at %s: by outcome %v; the model counted %d tokens of the day, the paced ceiling is %d", at, reasons, spent, ceiling(now))
+		if spent > ceiling(now) {
+			t.Errorf("at %s the model counted %d tokens of the day, more than the paced ceiling %d", at, spent, ceiling(now))
+		}
+		// Turns in flight hold their reservation until they settle at the model's count,
+		// so the last refusals of a burst may leave room unspent: one visitor after
+		// another then uses it, until the room left is less than the refused turn's
+		// reservation and what the two other replicas' leases keep for about a second of
+		// their demand (a reservation each).
+		for i := range 20 {
+			done, _, err := chatTurnWith(visitor(fmt.Sprintf("127.0.3.%d", k*20+i+1), cookies), c.URL(), chatQuestion)
+			if err != nil {
+				t.Fatalf("a visitor after the burst at %s: %v", at, err)
+			}
+			if done.Reason == "llm_budget_paced" {
+				break
+			}
+		}
+		waitIdle(t, conn, "llm")
+		spent = modelCount(model) - base
+		t.Logf("at %s, after one visitor at a time: the model counted %d tokens of the day", at, spent)
+		if spent > ceiling(now) || spent < ceiling(now)-3*reservation {
+			t.Errorf("at %s, after one visitor at a time, the model counted %d tokens of the day; want up to the paced ceiling %d, less than three reservations (%d) below it",
+				at, spent, ceiling(now), 3*reservation)
+		}
+		if reasons["retrieval/llm_budget_paced"] == 0 {
+			t.Errorf("at %s no turn was paced although 50 asked for more than the ceiling released", at)
+		}
+		paced += reasons["retrieval/llm_budget_paced"]
+		if u := budgetOf(t, c.Admin(k%3), "llm"); u.PacedCeiling != ceiling(now) || !u.Pacing {
+			t.Errorf("at %s /admin/usage says the paced ceiling is %d (pacing %v), want %d", at, u.PacedCeiling, u.Pacing, ceiling(now))
+		}
+		if got := metric(t, c.Admin(k%3), "sitetools_budget_paced_ceiling_tokens", map[string]string{"kind": "llm"}); int64(got) != ceiling(now) {
+			t.Errorf("at %s the metric says the paced ceiling is %v, want %d", at, got, ceiling(now))
+		}
+	}
+
+	// The owner's report: counts only.
+	waitFor(t, 10*time.Second, "the owner's report counts alice's share and the paced turns", func() bool {
+		r := insightsReport(t, c.Admin(0))
+		return r.FairUse.SharesReached["llm"] == 1 && r.FairUse.Paced["llm"] >= int64(paced)
+	})
+	if u := budgetOf(t, c.Admin(1), "llm"); u.ClientsAtShare != 1 {
+		t.Errorf("/admin/usage counts %d visitors at their share today, want 1 (alice)", u.ClientsAtShare)
+	}
+
+	// Nothing of a visitor's address in the database, in any form.
+	var addrs []string
+	for i := 1; i <= 200; i++ {
+		addrs = append(addrs, fmt.Sprintf("127.0.1.%d", i))
+	}
+	for i := 1; i <= 80; i++ {
+		addrs = append(addrs, fmt.Sprintf("127.0.3.%d", i))
+	}
+	addrs = append(addrs, "127.0.2.1", "127.0.2.2", "127.0.9.1")
+	dump := pgDump(t, c.dbURL)
+	var rows int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM client_shares`).Scan(&rows); err != nil || rows < 200 {
+		t.Fatalf("client_shares has %d rows (%v): the dump would prove nothing", rows, err)
+	}
+	for _, a := range addrs {
+		for form, re := range addressForms(a) {
+			if loc := re.FindStringIndex(dump); loc != nil {
+				t.Errorf("the database dump holds visitor address %s as %s: …%s…", a, form, dump[max(loc[0]-60, 0):min(loc[1]+60, len(dump))])
+			}
+		}
+	}
+	for _, s := range []string{secret, hex.EncodeToString([]byte(secret))} {
+		if strings.Contains(dump, s) {
+			t.Errorf("the database dump holds the client key secret")
+		}
+	}
+	if n := cookies.seen.Load(); n > 0 {
+		t.Errorf("%d answers set a cookie", n)
+	}
+	checkLeases(t, conn)
+}
+
+// modelCount is what the fake chat model counted and would bill: the prompt tokens it
+// received and the answer's tokens for every request (each was answered with the fake's
+// default text).
+func modelCount(m *llmtest.ChatServer) int64 {
+	return int64(m.ReceivedTokens() + m.Calls()*llm.CountTokens("Fake answer."))
+}
+
+// cookieWatch counts answers that set a cookie.
+type cookieWatch struct{ seen atomic.Int64 }
+
+// visitor is an HTTP client that connects from ip, a loopback address of its own: behind
+// nginx (which names the client by its address in X-Forwarded-For) it is a visitor of its
+// own. Answers that set a cookie are counted in w.
+func visitor(ip string, w *cookieWatch) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	tr := &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 4, IdleConnTimeout: 5 * time.Second}
+	return &http.Client{Timeout: 20 * time.Second, Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := tr.RoundTrip(r)
+		if err == nil && len(resp.Header.Values("Set-Cookie")) > 0 {
+			w.seen.Add(1)
+		}
+		return resp, err
+	})}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// addressForms are the ways an IPv4 address could be written into a database: dotted
+// (also inside ::ffff:…), its four bytes in hex (bytea, inet's binary), as one number, in
+// base64, and unkeyed hashes of its text, which anyone could recompute for every address.
+func addressForms(a string) map[string]*regexp.Regexp {
+	ip := net.ParseIP(a).To4()
+	n := binenc.BigEndian.Uint32(ip)
+	sha := sha256.Sum256([]byte(a))
+	md := md5.Sum([]byte(a))
+	word := func(s string) *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(^|[^0-9a-z.])` + regexp.QuoteMeta(s) + `($|[^0-9a-z])`)
+	}
+	return map[string]*regexp.Regexp{
+		"dotted":       word(a),
+		"hex bytes":    regexp.MustCompile(`(?i)` + hex.EncodeToString(ip)),
+		"number":       word(strconv.FormatUint(uint64(n), 10)),
+		"base64":       regexp.MustCompile(regexp.QuoteMeta(base64.StdEncoding.EncodeToString(ip))),
+		"sha-256 text": regexp.MustCompile(`(?i)` + hex.EncodeToString(sha[:16])),
+		"md5 text":     regexp.MustCompile(`(?i)` + hex.EncodeToString(md[:])),
+	}
+}
+
+// fairUseReport is the fair-use part of the owner's report (GET /admin/report).
+type fairUseReport struct {
+	FairUse struct {
+		SharesReached map[string]int64 `json:"sharesReached"`
+		Paced         map[string]int64 `json:"paced"`
+		ProofOfWork   map[string]int64 `json:"proofOfWork"`
+	} `json:"fairUse"`
+}
+
+func insightsReport(t *testing.T, admin string) fairUseReport {
+	t.Helper()
+	var r fairUseReport
+	if err := json.Unmarshal([]byte(adminGet(t, admin, "/admin/report?days=1")), &r); err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	return r
+}
+
+// budgetUsage is one budget of the usage report, with its fair-use figures.
+type budgetUsage struct {
+	Kind           string `json:"kind"`
+	Limit          int64  `json:"limit"`
+	Used           int64  `json:"used"`
+	PacedCeiling   int64  `json:"pacedCeiling"`
+	Pacing         bool   `json:"pacing"`
+	ClientShare    int64  `json:"clientShare"`
+	ClientsAtShare int64  `json:"clientsAtShare"`
+}
+
+// budgetOf reads the budget of kind in the usage report of the admin listener admin.
+func budgetOf(t *testing.T, admin, kind string) budgetUsage {
+	t.Helper()
+	var r struct {
+		Budgets []budgetUsage `json:"budgets"`
+	}
+	if err := json.Unmarshal([]byte(adminGet(t, admin, "/admin/usage?days=1")), &r); err != nil {
+		t.Fatalf("usage: %v", err)
+	}
+	for _, b := range r.Budgets {
+		if b.Kind == kind {
+			return b
+		}
+	}
+	t.Fatalf("the usage report has no %s budget", kind)
+	return budgetUsage{}
+}
