@@ -245,6 +245,56 @@ func TestFairUse(t *testing.T) {
 	checkLeases(t, conn)
 }
 
+// TestFairUseSearch: the embedding budget's share. One visitor sending distinct searches
+// (each a paid embedding) over three replicas makes the embedding provider count at most
+// its share; its searches then answer from full-text only with degraded
+// embedding_client_share_spent, while another visitor's search still gets its vector.
+func TestFairUseSearch(t *testing.T) {
+	t.Parallel()
+	const share = 200
+	c := startCluster(t, 3, map[string]string{
+		"EMBEDDINGS_DAILY_TOKEN_BUDGET": "1000000",
+		"EMBEDDINGS_CLIENT_DAILY_SHARE": strconv.Itoa(share),
+		"CLIENT_KEY_SECRET":             "fair-use-search-secret-0123456789abcdef",
+	})
+	cookies := &cookieWatch{}
+	carol := visitor("127.0.4.1", cookies)
+	before := c.Provider().ReceivedTokens()
+	queries := distinctQueries("carol", 80)
+	spent, served := 0, 0
+	for _, q := range queries {
+		degraded, err := searchWith(carol, c.URL(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch degraded {
+		case "":
+			served++
+		case "embedding_client_share_spent":
+			spent++
+		default:
+			t.Fatalf("carol's search degraded %q, want a full answer or embedding_client_share_spent", degraded)
+		}
+		if spent == 3 {
+			break
+		}
+	}
+	carolCount := c.Provider().ReceivedTokens() - before
+	t.Logf("carol: %d searches with their vector, then %d from full-text only; the provider counted %d tokens for her (share %d)", served, spent, carolCount, share)
+	if spent < 3 || served < 2 {
+		t.Fatalf("carol had %d searches served and %d refused by her share of %d tokens", served, spent, share)
+	}
+	if carolCount > share {
+		t.Errorf("the embedding provider counted %d tokens for one visitor, more than its share %d", carolCount, share)
+	}
+	if degraded, err := searchWith(visitor("127.0.4.2", cookies), c.URL(), "dave asks about accessibility audits for shops"); err != nil || degraded != "" {
+		t.Fatalf("another visitor's search: degraded %q, %v; want its vector", degraded, err)
+	}
+	if n := cookies.seen.Load(); n > 0 {
+		t.Errorf("%d answers set a cookie", n)
+	}
+}
+
 // modelCount is what the fake chat model counted and would bill: the prompt tokens it
 // received and the answer's tokens for every request (each was answered with the fake's
 // default text).

@@ -25,8 +25,13 @@ var httpClient = &http.Client{Timeout: 20 * time.Second}
 // degraded field ("" for a full answer); any other answer than 200 with a result that
 // is not an error is an error.
 func searchVia(base, query string) (degraded string, err error) {
+	return searchWith(httpClient, base, query)
+}
+
+// searchWith is searchVia sent with client.
+func searchWith(client *http.Client, base, query string) (degraded string, err error) {
 	body, _ := json.Marshal(map[string]any{"name": "search_site", "arguments": map[string]any{"query": query}})
-	resp, err := httpClient.Post(base+"/api/chat/tools", "application/json", bytes.NewReader(body))
+	resp, err := client.Post(base+"/api/chat/tools", "application/json", bytes.NewReader(body))
 	if err != nil {
 		return "", err
 	}
