@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -26,8 +27,14 @@ const feedbackBodyLimit = 1 << 10
 
 // feedback handles POST /api/feedback: a visitor's rating of a chat answer,
 // {"answerId", "kind", "rating": "up"|"down", "reason"}, the reason optional and only with
-// "down". It is counted per day, kind, rating and reason; nothing else is kept, not the id.
-// 204 when counted.
+// "down". It is counted per day, kind, rating and reason, once per answer on every
+// replica; nothing else is kept, not the id (only its hash, for a week, to know it again).
+//
+// A replay gets what the first request got, 204, and counts nothing: a double click, a
+// retry after a lost response and a replayed id all look alike, and a client should not
+// have to tell them apart. Another rating of the same answer is also 204 and replaces the
+// first (the count moves, see insights.Recorder.Rate): the owner learns what the visitor
+// finally thought, and no sequence of requests counts one answer twice.
 func (a *App) feedback(c echo.Context) error {
 	var body struct {
 		AnswerID *string `json:"answerId"`
@@ -65,23 +72,38 @@ func (a *App) feedback(c echo.Context) error {
 	if err := a.allow(c); err != nil {
 		return err
 	}
-	kind, err := a.answerIDs.Check(c.Request().Context(), *body.AnswerID)
+	unavailable := func(err error) error {
+		return &tools.Error{Code: tools.CodeUnavailable, Message: "feedback cannot be taken right now; try again later", RetryAfter: 5 * time.Second, Err: err}
+	}
+	// Once received, a rating is counted even if its client hangs up meanwhile: its retry
+	// is then a replay, which counts nothing.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
+	defer cancel()
+	kind, err := a.answerIDs.Check(ctx, *body.AnswerID)
 	switch {
 	case errors.Is(err, insights.ErrUnknownAnswer):
 		return tools.Errorf(CodeUnknownAnswer, "answerId is not the id of an answer of this site, or the answer is more than 7 days old")
 	case err != nil:
-		return &tools.Error{Code: tools.CodeUnavailable, Message: "feedback cannot be taken right now; try again later", RetryAfter: 5 * time.Second}
+		return unavailable(err)
 	case kind != *body.Kind:
 		return &tools.Error{Code: tools.CodeMalformedRequest, Message: "kind is not the kind of the answer answerId names",
 			Details: []tools.Detail{{Pointer: "/kind", Message: "must be " + strconv.Quote(kind)}}}
 	}
-	a.insights.Feedback(kind, *body.Rating, reason)
+	if _, err := a.insights.Rate(ctx, *body.AnswerID, kind, *body.Rating, reason); err != nil {
+		if tools.AsError(err).Code == tools.CodeUnavailable {
+			return unavailable(err)
+		}
+		return err
+	}
 	return c.NoContent(http.StatusNoContent)
 }
 
 // handover handles POST /api/handover: {"tool": "prefill_contact_form"}, sent by the
 // WebMCP bridge after the browser tool filled in the contact form for a visitor's
-// assistant. Counted per day; the form's contents never leave the tab. 204.
+// assistant. Counted per day; the form's contents never leave the tab. 204. Unlike a
+// rating, every request counts, within the rate limit: the prefill runs in the tab for
+// the visitor's own assistant, no answer of this site precedes it, so the request has no
+// id the service issued to know a replay by (one the tab made up, a replayer would too).
 func (a *App) handover(c echo.Context) error {
 	var body struct {
 		Tool *string `json:"tool"`

@@ -160,6 +160,7 @@ func pruneCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "%-17s %8d deleted  (%s; %s)\n", "embedding_cache", p.EmbeddingCache,
 		rule(r.EmbeddingCacheDays, "unused for %d days"), rule(r.EmbeddingCacheMaxRows, "at most %d rows"))
 	fmt.Fprintf(stdout, "%-17s %8d deleted  (expired)\n", "idempotency_keys", p.Idempotency)
+	fmt.Fprintf(stdout, "%-17s %8d deleted  (answer ids expired)\n", "rated_answers", p.RatedAnswers)
 	return nil
 }
 

@@ -25,8 +25,8 @@ var ErrUnknownAnswer = errors.New("not an answer of this site, or older than 7 d
 // AnswerIDs issues and checks the ids of chat answers. An id says the day and the kind of
 // its answer and carries a random part and a signature with a key every replica shares
 // (instance_keys): it names no visitor, no question and no answer text, and is never
-// stored. Feedback with an id this site did not sign is refused; a replayed id is
-// counted again, within the rate limit: ids skew counts at most, and carry nothing.
+// stored. Feedback with an id this site did not sign is refused; a replayed id counts
+// once (Recorder.Rate keeps its SHA-256 until the id is too old to be taken).
 type AnswerIDs struct {
 	pool *pgxpool.Pool
 	now  func() time.Time

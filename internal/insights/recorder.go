@@ -7,7 +7,9 @@
 //
 // A Recorder adds counts up in memory and writes them within FlushEvery in one
 // statement per table, so that a busy site costs the database a few writes a second,
-// not one per search; a replica that is killed loses at most that much.
+// not one per search; a replica that is killed loses at most that much. Ratings are the
+// exception: one counts once per answer, so Rate writes it at once beside the answer's
+// row (rating.go).
 package insights
 
 import (
@@ -159,16 +161,6 @@ func (r *Recorder) Answer(kind, reason string, cited []string, contactOffered bo
 	r.arm()
 }
 
-// Feedback counts a visitor's rating of an answer of kind; reason is ReasonNone or one of
-// Reasons. The caller has checked all three against the vocabulary.
-func (r *Recorder) Feedback(kind, rating, reason string) {
-	if r == nil {
-		return
-	}
-	r.metrics.feedback.WithLabelValues(kind, rating, reason).Inc()
-	r.add(EventFeedback, kind+"/"+rating+"/"+reason)
-}
-
 // HandoverCalled counts a browser tool that handed the visitor over (it filled the
 // contact form).
 func (r *Recorder) HandoverCalled(tool string) {
@@ -300,7 +292,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		feedback: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sitetools_answer_feedback_total",
-			Help: "Visitors' ratings of chat answers, by answer kind (model, retrieval, degraded), rating (up, down) and reason (wrong, outdated, unanswered, other, none).",
+			Help: "Visitors' ratings of chat answers, by answer kind (model, retrieval, degraded), rating (up, down) and reason (wrong, outdated, unanswered, other, none); the first rating of each answer only (the owner's report follows a changed one).",
 		}, []string{"kind", "rating", "reason"}),
 		searches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sitetools_searches_total",

@@ -29,6 +29,8 @@ type Pruned struct {
 	EmbeddingCache int64 `json:"embedding_cache"`
 	Idempotency    int64 `json:"idempotency_keys"`
 	Insights       int64 `json:"insights"` // rows of activity_daily and page_daily
+	// RatedAnswers are rows of rated_answers whose answer ids are no longer taken.
+	RatedAnswers int64 `json:"rated_answers"`
 	// SpentChallenges are expired proof-of-work challenges (spent_challenges): an expired
 	// challenge is refused anyway.
 	SpentChallenges int64 `json:"spent_challenges"`
@@ -36,7 +38,7 @@ type Pruned struct {
 
 // Tables returns the counts by table name, for logs and metrics.
 func (p Pruned) Tables() map[string]int64 {
-	return map[string]int64{"ledger": p.Ledger, "budgets": p.Budgets, "embedding_cache": p.EmbeddingCache, "idempotency_keys": p.Idempotency, "insights": p.Insights,
+	return map[string]int64{"ledger": p.Ledger, "budgets": p.Budgets, "embedding_cache": p.EmbeddingCache, "idempotency_keys": p.Idempotency, "insights": p.Insights, "rated_answers": p.RatedAnswers,
 		"spent_challenges": p.SpentChallenges}
 }
 
@@ -47,6 +49,10 @@ var ErrPruneBusy = errors.New("another process is pruning")
 // pruneLockKey is the advisory lock that lets one process prune at a time.
 const pruneLockKey int64 = 0x7369_7465_7072_756e // "siteprun" in ASCII
 
+// ratedAnswerDays is how many days before today (UTC) a rated answer's row is kept:
+// the 7 days of insights.AnswerIDMaxAge and the day of grace AnswerIDs.Check allows.
+const ratedAnswerDays = 8
+
 // pruneBatch is how many rows one DELETE removes, so that no statement holds its locks
 // (or grows the WAL) for long.
 const pruneBatch = 5000
@@ -56,6 +62,8 @@ const pruneBatch = 5000
 // the EmbeddingCacheMaxRows most recently used, expired idempotency keys and expired
 // proof-of-work challenges. Rows go in
 // batches, each its own statement, so a long backlog never blocks the service.
+// Rated answers go once their ids are no longer taken, whatever the retention: they are
+// kept only to know a replayed id.
 //
 // One process prunes at a time, under a PostgreSQL advisory lock. With wait false, Prune
 // returns ErrPruneBusy at once if another holds it; with wait true it waits for it.
@@ -122,7 +130,7 @@ func (db *DB) Prune(ctx context.Context, r Retention, wait bool) (Pruned, error)
 				SELECT key FROM embedding_cache ORDER BY used_at DESC, key OFFSET $1 LIMIT $2)`, r.EmbeddingCacheMaxRows)
 		})
 	}
-	steps = append(steps, func() error {
+	steps = append(steps, ratedAnswers(&out.RatedAnswers, batches), func() error {
 		// Claims of query embeddings whose fetch ended without releasing them (a killed
 		// replica): the next fetch of the query overwrites one, this keeps the rest few.
 		var claims int64
@@ -146,6 +154,17 @@ func spentChallenges(n *int64, batches func(*int64, string, ...any) error) func(
 	return func() error {
 		return batches(n, `DELETE FROM spent_challenges WHERE challenge IN (
 			SELECT challenge FROM spent_challenges WHERE expires_at < now() LIMIT $1)`)
+	}
+}
+
+// ratedAnswers is the step of Prune that deletes the rows of rated_answers older than
+// ratedAnswerDays. An answer id is refused once it is more than insights.AnswerIDMaxAge
+// and a day old, and a row's day (UTC) is never before its id's: an older row guards
+// against nothing.
+func ratedAnswers(n *int64, batches func(*int64, string, ...any) error) func() error {
+	return func() error {
+		return batches(n, `DELETE FROM rated_answers WHERE answer IN (
+			SELECT answer FROM rated_answers WHERE day < (now() AT TIME ZONE 'UTC')::date - $1::int LIMIT $2)`, ratedAnswerDays)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/insights"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/internal/postgres/pgtest"
 )
@@ -155,5 +156,41 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached within 10s")
 		}
 		<-tick.C
+	}
+}
+
+// TestPruneRatedAnswers: a rated answer's row stays as long as its id may be taken (its
+// day at most AnswerIDMaxAge and a day of grace ago), whatever the retention, and goes
+// the day after.
+func TestPruneRatedAnswers(t *testing.T) {
+	db := pgtest.NewDB(t)
+	ctx := context.Background()
+	kept := int((insights.AnswerIDMaxAge + 24*time.Hour) / (24 * time.Hour))
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO rated_answers (answer, day, detail)
+		SELECT sha256(d::text::bytea), (now() AT TIME ZONE 'UTC')::date - d, 'model/up/none' FROM unnest($1::int[]) AS d`,
+		[]int{0, kept, kept + 1, 400}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Prune(ctx, postgres.Retention{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != (postgres.Pruned{RatedAnswers: 2}) {
+		t.Errorf("Prune = %+v; want the 2 rows of expired ids", got)
+	}
+	var left []int
+	rows, err := db.Pool.Query(ctx, `SELECT (now() AT TIME ZONE 'UTC')::date - day FROM rated_answers ORDER BY day DESC`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var d int
+		if err := rows.Scan(&d); err != nil {
+			t.Fatal(err)
+		}
+		left = append(left, d)
+	}
+	if !slices.Equal(left, []int{0, kept}) {
+		t.Errorf("rows left of days %v ago; want %v", left, []int{0, kept})
 	}
 }

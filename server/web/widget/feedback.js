@@ -1,9 +1,9 @@
 // Feedback on answers: a thumbs up or down under each finished answer, a thumbs down with
-// an optional reason. POST /api/feedback counts one rating per request and keeps nothing
-// per answer, so the rule here is one request per answer, ever: a rating is written into
-// the stored transcript before it is sent (another tab, or this one after a reload, sees
-// it as given) and taken back only when the request did not arrive (network, 429, 5xx),
-// so that the visitor may try again.
+// an optional reason. POST /api/feedback counts each answer once (the same rating again
+// counts nothing, another one replaces the first), and the rule here is one request per
+// answer, ever: a rating is written into the stored transcript before it is sent
+// (another tab, or this one after a reload, sees it as given) and taken back only when
+// the request did not arrive (network, 429, 5xx), so that the visitor may try again.
 //
 // A thumbs down waits for its reason, at most until the visitor asks the next question,
 // closes the flyout or leaves the page: then it is sent without one (Feedback.flush).
