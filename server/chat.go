@@ -80,7 +80,8 @@ func (a *App) chatTurn(c echo.Context) error {
 	stop := stream.heartbeat(heartbeatEvery)
 	defer stop()
 
-	ctx := req.Context()
+	// The turn's paid calls are charged to the client's daily share.
+	ctx := a.edge.withClient(req.Context(), client)
 	var cited []string
 	err = a.chat.Run(ctx, assistant.Turn{Messages: msgs, Client: client, Lang: lang}, func(e assistant.Event) error {
 		switch d := e.Data.(type) {

@@ -21,7 +21,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sitetools/sitetools/internal/assistant"
-	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/insights"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/tools"
@@ -64,6 +63,24 @@ type Edge struct {
 	toolCap *Cap // tool calls at once
 	chatCap *Cap // chat turns at once
 	bucket  func(client string) string
+	// nameClient returns ctx naming the client a call's paid work is charged to (the
+	// budgets' WithClient, set by NameClients); nil: none.
+	nameClient func(ctx context.Context, client string) context.Context
+}
+
+// NameClients makes every tool call and chat turn name its client to f (the budgets'
+// WithClient), by the rate limit's key: an address, or an IPv6 /64. Call it before any
+// request.
+func (e *Edge) NameClients(f func(ctx context.Context, client string) context.Context) {
+	e.nameClient = f
+}
+
+// withClient is ctx naming client (by its bucket) for the budgets' daily shares.
+func (e *Edge) withClient(ctx context.Context, client string) context.Context {
+	if e.nameClient == nil || client == "" {
+		return ctx
+	}
+	return e.nameClient(ctx, e.bucket(client))
 }
 
 // NewEdge returns the edge for cfg, registering its metrics with reg (nil: a registry of
@@ -84,13 +101,10 @@ func (e *Edge) Interceptors() []tools.Interceptor {
 	return []tools.Interceptor{e.metrics.intercept, e.limiter.Intercept, e.toolCap.Intercept, e.fairUse}
 }
 
-// fairUse names the call's client to the budgets (budget.WithClient) by the rate limit's
-// key, so that the paid calls it makes are charged to that client's daily share.
+// fairUse names the call's client to the budgets by the rate limit's key, so that the
+// paid calls it makes are charged to that client's daily share.
 func (e *Edge) fairUse(ctx context.Context, call *tools.Call, next tools.Invoker) (*tools.Result, error) {
-	if c := call.Request.Client; c != "" {
-		ctx = budget.WithClient(ctx, e.bucket(c))
-	}
-	return next(ctx, call)
+	return next(e.withClient(ctx, call.Request.Client), call)
 }
 
 // Metrics is the registry the edge's metrics are in.

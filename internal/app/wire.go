@@ -68,6 +68,7 @@ func Wire(cfg config.Config, p Parts) (*server.App, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	edge := server.NewEdge(cfg, p.Metrics)
+	edge.NameClients(budget.WithClient)
 	counts := insights.New(p.DB.Pool, insights.Options{Logger: logger, Registerer: edge.Metrics()})
 	if p.FairUseCounts != nil {
 		p.FairUseCounts.set(counts)

@@ -29,31 +29,7 @@ func TestClientShares(t *testing.T) {
 	bob := budget.WithClient(ctx, "2001:db8::/64")
 
 	// 30 reservations of 100 from one client over two replicas: 10 fit its share.
-	var mu sync.Mutex
-	var held []*budget.Reservation
-	var refused int
-	var wg sync.WaitGroup
-	for i := range 30 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r, err := []*budget.Budget{a, b}[i%2].Reserve(alice, 100)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case errors.Is(err, budget.ErrClientShareSpent):
-				if !errors.Is(err, budget.ErrBudgetExhausted) {
-					t.Error("a spent share is not an exhausted budget to callers that ask only that")
-				}
-				refused++
-			case err != nil:
-				t.Error(err)
-			default:
-				held = append(held, r)
-			}
-		}()
-	}
-	wg.Wait()
+	held, refused := reserveFor(t, alice, 30, 100, a, b)
 	if len(held) != 10 || refused != 20 {
 		t.Fatalf("granted %d, refused %d of 30 × 100 within a share of 1000; want 10 and 20", len(held), refused)
 	}
@@ -100,6 +76,36 @@ func TestClientShares(t *testing.T) {
 		OR position('192.0.2.1'::bytea in client) > 0`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d rows carry something else than a 16-byte hash (%v)", n, err)
 	}
+}
+
+// reserveFor makes n concurrent reservations of tokens under ctx (its client), spread over
+// the budgets, and returns those granted and how many its share refused.
+func reserveFor(t *testing.T, ctx context.Context, n int, tokens int64, budgets ...*budget.Budget) (held []*budget.Reservation, refused int) {
+	t.Helper()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := budgets[i%len(budgets)].Reserve(ctx, tokens)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case errors.Is(err, budget.ErrClientShareSpent):
+				if !errors.Is(err, budget.ErrBudgetExhausted) {
+					t.Error("a spent share is not an exhausted budget to callers that ask only that")
+				}
+				refused++
+			case err != nil:
+				t.Error(err)
+			default:
+				held = append(held, r)
+			}
+		}()
+	}
+	wg.Wait()
+	return held, refused
 }
 
 // The paced ceiling: the burst at midnight, half the rest at noon, the limit at the

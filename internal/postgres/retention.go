@@ -34,12 +34,15 @@ type Pruned struct {
 	// SpentChallenges are expired proof-of-work challenges (spent_challenges): an expired
 	// challenge is refused anyway.
 	SpentChallenges int64 `json:"spent_challenges"`
+	// ClientShares are the per-client share rows of days before today (UTC): a share
+	// lasts one day, and its hashing key changes with the day.
+	ClientShares int64 `json:"client_shares"`
 }
 
 // Tables returns the counts by table name, for logs and metrics.
 func (p Pruned) Tables() map[string]int64 {
 	return map[string]int64{"ledger": p.Ledger, "budgets": p.Budgets, "embedding_cache": p.EmbeddingCache, "idempotency_keys": p.Idempotency, "insights": p.Insights, "rated_answers": p.RatedAnswers,
-		"spent_challenges": p.SpentChallenges}
+		"spent_challenges": p.SpentChallenges, "client_shares": p.ClientShares}
 }
 
 // ErrPruneBusy is returned by a Prune that does not wait while another one (on another
@@ -139,7 +142,7 @@ func (db *DB) Prune(ctx context.Context, r Retention, wait bool) (Pruned, error)
 	}, func() error {
 		return batches(&out.Idempotency, `DELETE FROM idempotency_keys WHERE (tool, key_hash) IN (
 			SELECT tool, key_hash FROM idempotency_keys WHERE expires_at < now() LIMIT $1)`)
-	}, spentChallenges(&out.SpentChallenges, batches))
+	}, spentChallenges(&out.SpentChallenges, batches), pastShares(&out.ClientShares, batches))
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return out, Wrap("postgres.Prune", err)
@@ -165,6 +168,15 @@ func ratedAnswers(n *int64, batches func(*int64, string, ...any) error) func() e
 	return func() error {
 		return batches(n, `DELETE FROM rated_answers WHERE answer IN (
 			SELECT answer FROM rated_answers WHERE day < (now() AT TIME ZONE 'UTC')::date - $1::int LIMIT $2)`, ratedAnswerDays)
+	}
+}
+
+// pastShares is the step of Prune that deletes the client share rows of days before
+// today (UTC): a share lasts one day, whatever the retention.
+func pastShares(n *int64, batches func(*int64, string, ...any) error) func() error {
+	return func() error {
+		return batches(n, `DELETE FROM client_shares WHERE (day, kind, client) IN (
+			SELECT day, kind, client FROM client_shares WHERE day < (now() AT TIME ZONE 'UTC')::date LIMIT $1)`)
 	}
 }
 

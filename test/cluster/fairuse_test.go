@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/llm/llmtest"
 )
@@ -40,68 +42,102 @@ import (
 //     form, nor the secret their keys are hashed with; no answer sets a cookie.
 func TestFairUse(t *testing.T) {
 	t.Parallel()
-	const secret = "fair-use-client-key-secret-0123456789abcdef"
-	clock := filepath.Join(t.TempDir(), "clock")
-	setClock := func(at time.Time) {
-		t.Helper()
-		if err := os.WriteFile(clock+".tmp", []byte(at.Format(time.RFC3339Nano)), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(clock+".tmp", clock); err != nil { // every replica reads it whole
-			t.Fatal(err)
-		}
+	r := startFairUse(t)
+	r.oneVisitorsShare()
+	for k, at := range []time.Duration{3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 18 * time.Hour} {
+		r.pacedAt(k, at)
 	}
-	midnight := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
-	setClock(midnight.Add(-12 * time.Hour)) // calibration: the day before
-	model := llmtest.NewChatServer(t)
-	c := startCluster(t, 3, map[string]string{
-		"LLM_BASE_URL":              model.BaseURL(),
+	r.ownerSeesIt()
+	r.nothingOfAddresses()
+}
+
+// fairUseSecret is the replicas' CLIENT_KEY_SECRET in TestFairUse.
+const fairUseSecret = "fair-use-client-key-secret-0123456789abcdef"
+
+// fairUseRun is TestFairUse's cluster, model and figures.
+type fairUseRun struct {
+	t        *testing.T
+	c        *cluster
+	conn     *pgx.Conn
+	model    *llmtest.ChatServer
+	clock    string
+	midnight time.Time
+	cookies  *cookieWatch
+	// turn is what the model counts for one turn; reservation about what a turn
+	// reserves; base what the model counted before the day.
+	turn, reservation, base int64
+	limit, share, burst     int64
+	paced                   int // turns the paced ceiling refused
+}
+
+// startFairUse starts the cluster on the day before, measures a turn, and restarts the
+// replicas on the day at 02:00 with the day's limit at 150 turns, one visitor's share
+// at three reservations, and a tenth of the day free at midnight.
+func startFairUse(t *testing.T) *fairUseRun {
+	r := &fairUseRun{t: t, clock: filepath.Join(t.TempDir(), "clock"), midnight: time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC),
+		model: llmtest.NewChatServer(t), cookies: &cookieWatch{}}
+	r.setClock(r.midnight.Add(-12 * time.Hour))
+	r.c = startCluster(t, 3, map[string]string{
+		"LLM_BASE_URL":              r.model.BaseURL(),
 		"LLM_MODEL":                 "fake-model",
 		"LLM_DAILY_TOKEN_BUDGET":    strconv.Itoa(1 << 40),
 		"RATE_LIMIT_PER_MINUTE":     "60",
-		"CLIENT_KEY_SECRET":         secret,
-		"SITETOOLS_TEST_CLOCK_FILE": clock,
+		"CLIENT_KEY_SECRET":         fairUseSecret,
+		"SITETOOLS_TEST_CLOCK_FILE": r.clock,
 	})
-	cookies := &cookieWatch{}
-	calib := visitor("127.0.9.1", cookies)
-	if done, _, err := chatTurnWith(calib, c.URL(), chatQuestion); err != nil || done.Mode != "llm" {
+	if done, _, err := chatTurnWith(visitor("127.0.9.1", r.cookies), r.c.URL(), chatQuestion); err != nil || done.Mode != "llm" {
 		t.Fatalf("calibration turn: %+v, %v", done, err)
 	}
-	conn := c.DB(t)
-	waitIdle(t, conn, "llm")
-	_, turn := ledgerRows(t, conn, "llm", "", "")
-	base := modelCount(model)
+	r.conn = r.c.DB(t)
+	waitIdle(t, r.conn, "llm")
+	_, r.turn = ledgerRows(t, r.conn, "llm", "", "")
+	r.base = modelCount(r.model)
 	// A turn reserves about a quarter more than its prompt and the most an answer may
-	// take (1024 tokens), and is charged what the model counted. The day's limit is 150
-	// turns; one visitor's share three reservations; a tenth of the day free at midnight.
-	reservation := 5*turn/4 + 1024
-	limit, share := 150*turn, 3*reservation
-	burst := limit / 10
-	ceiling := func(at time.Time) int64 {
-		return burst + int64(float64(limit-burst)*at.Sub(midnight).Seconds()/86400)
-	}
-	setClock(midnight.Add(2 * time.Hour))
-	c.RestartWith(map[string]string{
-		"LLM_DAILY_TOKEN_BUDGET": strconv.FormatInt(limit, 10),
-		"LLM_CLIENT_DAILY_SHARE": strconv.FormatInt(share, 10),
+	// take (1024 tokens), and is charged what the model counted.
+	r.reservation = 5*r.turn/4 + 1024
+	r.limit, r.share = 150*r.turn, 3*r.reservation
+	r.burst = r.limit / 10
+	r.setClock(r.midnight.Add(2 * time.Hour))
+	r.c.RestartWith(map[string]string{
+		"LLM_DAILY_TOKEN_BUDGET": strconv.FormatInt(r.limit, 10),
+		"LLM_CLIENT_DAILY_SHARE": strconv.FormatInt(r.share, 10),
 		"BUDGET_PACING":          "on",
 		"BUDGET_PACING_BURST":    "10%",
 	})
-	t.Logf("a turn costs %d tokens; the day's limit is %d, a visitor's share %d, the burst %d", turn, limit, share, burst)
+	t.Logf("a turn costs %d tokens; the day's limit is %d, a visitor's share %d, the burst %d", r.turn, r.limit, r.share, r.burst)
+	return r
+}
 
-	// One visitor, four turns at once (the per-client cap), as long as it gets model
-	// answers, and three more after its share is spent.
-	alice := visitor("127.0.2.1", cookies)
-	before := modelCount(model)
-	var spentAnswers, modelAnswers, limited atomic.Int64
+// setClock sets the replicas' clock; each reads the file whole.
+func (r *fairUseRun) setClock(at time.Time) {
+	r.t.Helper()
+	if err := os.WriteFile(r.clock+".tmp", []byte(at.Format(time.RFC3339Nano)), 0o600); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.Rename(r.clock+".tmp", r.clock); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// ceiling is the paced ceiling at: burst + (limit − burst) × t / 24 h.
+func (r *fairUseRun) ceiling(at time.Time) int64 {
+	return r.burst + int64(float64(r.limit-r.burst)*at.Sub(r.midnight).Seconds()/86400)
+}
+
+// oneVisitorsShare: one visitor, four turns at once (the per-client cap), as long as it
+// gets model answers and three more after its share is spent; then another visitor.
+func (r *fairUseRun) oneVisitorsShare() {
+	t := r.t
+	alice := visitor("127.0.2.1", r.cookies)
+	before := modelCount(r.model)
+	var spentAnswers, modelAnswers, limited, attempts atomic.Int64
 	var wg sync.WaitGroup
-	var attempts atomic.Int64
 	for range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for spentAnswers.Load() < 3 && attempts.Add(1) <= 60 {
-				done, _, err := chatTurnWith(alice, c.URL(), chatQuestion)
+				done, _, err := chatTurnWith(alice, r.c.URL(), chatQuestion)
 				switch {
 				case err != nil && strings.Contains(err.Error(), "status 429"):
 					limited.Add(1)
@@ -119,101 +155,117 @@ func TestFairUse(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	waitIdle(t, conn, "llm")
-	aliceCount := modelCount(model) - before
+	waitIdle(t, r.conn, "llm")
+	count := modelCount(r.model) - before
 	t.Logf("alice: %d model answers, %d retrieval-only for her spent share, %d refused by the rate limit; the model counted %d tokens for her (share %d)",
-		modelAnswers.Load(), spentAnswers.Load(), limited.Load(), aliceCount, share)
+		modelAnswers.Load(), spentAnswers.Load(), limited.Load(), count, r.share)
 	if spentAnswers.Load() < 3 {
 		t.Fatalf("alice never got llm_client_share_spent in 60 turns")
 	}
-	if aliceCount > share {
-		t.Errorf("the model counted %d tokens for one visitor, more than its share %d", aliceCount, share)
+	if count > r.share {
+		t.Errorf("the model counted %d tokens for one visitor, more than its share %d", count, r.share)
 	}
 	if modelAnswers.Load() < 3 {
 		t.Errorf("alice got %d model answers before her share was spent, want at least the 3 it holds at once", modelAnswers.Load())
 	}
-	bob := visitor("127.0.2.2", cookies)
-	if done, _, err := chatTurnWith(bob, c.URL(), chatQuestion); err != nil || done.Mode != "llm" {
+	if done, _, err := chatTurnWith(visitor("127.0.2.2", r.cookies), r.c.URL(), chatQuestion); err != nil || done.Mode != "llm" {
 		t.Fatalf("a second visitor after alice's share was spent: %+v, %v; want a model answer", done, err)
 	}
+}
 
-	// 200 visitors, 50 at each point of the day, 20 at a time.
-	var paced int
-	for k, at := range []time.Duration{3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 18 * time.Hour} {
-		now := midnight.Add(at)
-		setClock(now)
-		reasons := map[string]int{}
-		var mu sync.Mutex
-		next := make(chan int)
-		for range 20 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					done, _, err := chatTurnWith(visitor(fmt.Sprintf("127.0.1.%d", k*50+i+1), cookies), c.URL(), chatQuestion)
-					mu.Lock()
-					if err != nil {
-						t.Errorf("visitor %d at %s: %v", k*50+i+1, at, err)
-					}
-					reasons[done.Mode+"/"+done.Reason]++
-					mu.Unlock()
+// pacedAt is the k-th point of the day, at: 50 new visitors, 20 at a time, then one
+// visitor after another until one is paced. What the model counted of the day stays
+// within the paced ceiling, and less than three reservations below it.
+func (r *fairUseRun) pacedAt(k int, at time.Duration) {
+	t := r.t
+	now := r.midnight.Add(at)
+	r.setClock(now)
+	reasons := r.burstOf(k, at)
+	waitIdle(t, r.conn, "llm")
+	spent := modelCount(r.model) - r.base
+	t.Logf("at %s: by outcome %v; the model counted %d tokens of the day, the paced ceiling is %d", at, reasons, spent, r.ceiling(now))
+	if spent > r.ceiling(now) {
+		t.Errorf("at %s the model counted %d tokens of the day, more than the paced ceiling %d", at, spent, r.ceiling(now))
+	}
+	if reasons["retrieval/llm_budget_paced"] == 0 {
+		t.Errorf("at %s no turn was paced although 50 asked for more than the ceiling released", at)
+	}
+	r.paced += reasons["retrieval/llm_budget_paced"]
+	// Turns in flight hold their reservation until they settle at the model's count,
+	// so the last refusals of a burst may leave room unspent: one visitor after
+	// another then uses it, until the room left is less than the refused turn's
+	// reservation and what the two other replicas' leases keep for about a second of
+	// their demand (a reservation each).
+	for i := range 20 {
+		done, _, err := chatTurnWith(visitor(fmt.Sprintf("127.0.3.%d", k*20+i+1), r.cookies), r.c.URL(), chatQuestion)
+		if err != nil {
+			t.Fatalf("a visitor after the burst at %s: %v", at, err)
+		}
+		if done.Reason == "llm_budget_paced" {
+			break
+		}
+	}
+	waitIdle(t, r.conn, "llm")
+	spent = modelCount(r.model) - r.base
+	t.Logf("at %s, after one visitor at a time: the model counted %d tokens of the day", at, spent)
+	if spent > r.ceiling(now) || spent < r.ceiling(now)-3*r.reservation {
+		t.Errorf("at %s, after one visitor at a time, the model counted %d tokens of the day; want up to the paced ceiling %d, less than three reservations (%d) below it",
+			at, spent, r.ceiling(now), 3*r.reservation)
+	}
+	if u := budgetOf(t, r.c.Admin(k%3), "llm"); u.PacedCeiling != r.ceiling(now) || !u.Pacing {
+		t.Errorf("at %s /admin/usage says the paced ceiling is %d (pacing %v), want %d", at, u.PacedCeiling, u.Pacing, r.ceiling(now))
+	}
+	if got := metric(t, r.c.Admin(k%3), "sitetools_budget_paced_ceiling_tokens", map[string]string{"kind": "llm"}); int64(got) != r.ceiling(now) {
+		t.Errorf("at %s the metric says the paced ceiling is %v, want %d", at, got, r.ceiling(now))
+	}
+}
+
+// burstOf sends the k-th 50 of the 200 visitors' turns, 20 at a time, and returns their
+// outcomes by mode/reason.
+func (r *fairUseRun) burstOf(k int, at time.Duration) map[string]int {
+	reasons := map[string]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				done, _, err := chatTurnWith(visitor(fmt.Sprintf("127.0.1.%d", k*50+i+1), r.cookies), r.c.URL(), chatQuestion)
+				mu.Lock()
+				if err != nil {
+					r.t.Errorf("visitor %d at %s: %v", k*50+i+1, at, err)
 				}
-			}()
-		}
-		for i := range 50 {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
-		waitIdle(t, conn, "llm")
-		spent := modelCount(model) - base
-		t.Logf("at %s: by outcome %v; the model counted %d tokens of the day, the paced ceiling is %d", at, reasons, spent, ceiling(now))
-		if spent > ceiling(now) {
-			t.Errorf("at %s the model counted %d tokens of the day, more than the paced ceiling %d", at, spent, ceiling(now))
-		}
-		// Turns in flight hold their reservation until they settle at the model's count,
-		// so the last refusals of a burst may leave room unspent: one visitor after
-		// another then uses it, until the room left is less than the refused turn's
-		// reservation and what the two other replicas' leases keep for about a second of
-		// their demand (a reservation each).
-		for i := range 20 {
-			done, _, err := chatTurnWith(visitor(fmt.Sprintf("127.0.3.%d", k*20+i+1), cookies), c.URL(), chatQuestion)
-			if err != nil {
-				t.Fatalf("a visitor after the burst at %s: %v", at, err)
+				reasons[done.Mode+"/"+done.Reason]++
+				mu.Unlock()
 			}
-			if done.Reason == "llm_budget_paced" {
-				break
-			}
-		}
-		waitIdle(t, conn, "llm")
-		spent = modelCount(model) - base
-		t.Logf("at %s, after one visitor at a time: the model counted %d tokens of the day", at, spent)
-		if spent > ceiling(now) || spent < ceiling(now)-3*reservation {
-			t.Errorf("at %s, after one visitor at a time, the model counted %d tokens of the day; want up to the paced ceiling %d, less than three reservations (%d) below it",
-				at, spent, ceiling(now), 3*reservation)
-		}
-		if reasons["retrieval/llm_budget_paced"] == 0 {
-			t.Errorf("at %s no turn was paced although 50 asked for more than the ceiling released", at)
-		}
-		paced += reasons["retrieval/llm_budget_paced"]
-		if u := budgetOf(t, c.Admin(k%3), "llm"); u.PacedCeiling != ceiling(now) || !u.Pacing {
-			t.Errorf("at %s /admin/usage says the paced ceiling is %d (pacing %v), want %d", at, u.PacedCeiling, u.Pacing, ceiling(now))
-		}
-		if got := metric(t, c.Admin(k%3), "sitetools_budget_paced_ceiling_tokens", map[string]string{"kind": "llm"}); int64(got) != ceiling(now) {
-			t.Errorf("at %s the metric says the paced ceiling is %v, want %d", at, got, ceiling(now))
-		}
+		}()
 	}
+	for i := range 50 {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return reasons
+}
 
-	// The owner's report: counts only.
-	waitFor(t, 10*time.Second, "the owner's report counts alice's share and the paced turns", func() bool {
-		r := insightsReport(t, c.Admin(0))
-		return r.FairUse.SharesReached["llm"] == 1 && r.FairUse.Paced["llm"] >= int64(paced)
+// ownerSeesIt: the owner's report counts alice's share and the paced turns; the usage
+// report the one visitor at its share.
+func (r *fairUseRun) ownerSeesIt() {
+	waitFor(r.t, 10*time.Second, "the owner's report counts alice's share and the paced turns", func() bool {
+		rep := insightsReport(r.t, r.c.Admin(0))
+		return rep.FairUse.SharesReached["llm"] == 1 && rep.FairUse.Paced["llm"] >= int64(r.paced)
 	})
-	if u := budgetOf(t, c.Admin(1), "llm"); u.ClientsAtShare != 1 {
-		t.Errorf("/admin/usage counts %d visitors at their share today, want 1 (alice)", u.ClientsAtShare)
+	if u := budgetOf(r.t, r.c.Admin(1), "llm"); u.ClientsAtShare != 1 {
+		r.t.Errorf("/admin/usage counts %d visitors at their share today, want 1 (alice)", u.ClientsAtShare)
 	}
+}
 
-	// Nothing of a visitor's address in the database, in any form.
+// nothingOfAddresses: a dump of the database holds none of the visitors' addresses in
+// any form, nor the secret their keys are hashed with; no answer set a cookie.
+func (r *fairUseRun) nothingOfAddresses() {
+	t := r.t
 	var addrs []string
 	for i := 1; i <= 200; i++ {
 		addrs = append(addrs, fmt.Sprintf("127.0.1.%d", i))
@@ -222,9 +274,9 @@ func TestFairUse(t *testing.T) {
 		addrs = append(addrs, fmt.Sprintf("127.0.3.%d", i))
 	}
 	addrs = append(addrs, "127.0.2.1", "127.0.2.2", "127.0.9.1")
-	dump := pgDump(t, c.dbURL)
+	dump := pgDump(t, r.c.dbURL)
 	var rows int
-	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM client_shares`).Scan(&rows); err != nil || rows < 200 {
+	if err := r.conn.QueryRow(t.Context(), `SELECT count(*) FROM client_shares`).Scan(&rows); err != nil || rows < 200 {
 		t.Fatalf("client_shares has %d rows (%v): the dump would prove nothing", rows, err)
 	}
 	for _, a := range addrs {
@@ -234,15 +286,15 @@ func TestFairUse(t *testing.T) {
 			}
 		}
 	}
-	for _, s := range []string{secret, hex.EncodeToString([]byte(secret))} {
+	for _, s := range []string{fairUseSecret, hex.EncodeToString([]byte(fairUseSecret))} {
 		if strings.Contains(dump, s) {
 			t.Errorf("the database dump holds the client key secret")
 		}
 	}
-	if n := cookies.seen.Load(); n > 0 {
+	if n := r.cookies.seen.Load(); n > 0 {
 		t.Errorf("%d answers set a cookie", n)
 	}
-	checkLeases(t, conn)
+	checkLeases(t, r.conn)
 }
 
 // TestFairUseSearch: the embedding budget's share. One visitor sending distinct searches
