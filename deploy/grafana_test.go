@@ -55,6 +55,8 @@ func TestGrafanaDashboard(t *testing.T) {
 		"cost today":                 "sitetools_cost_today_usd",
 		"cost per day":               "sitetools_provider_cost_usd_total",
 		"budget left":                "sitetools_budget_remaining_tokens",
+		"paced ceiling":              "sitetools_budget_paced_ceiling_tokens",
+		"visitors at their share":    "sitetools_budget_clients_at_share",
 		"calls per tool and channel": "sitetools_tool_calls_total",
 		"p95 latency":                "sitetools_tool_call_duration_seconds_bucket",
 		"429s and 503s":              "sitetools_http_requests_total",

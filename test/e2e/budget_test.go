@@ -33,13 +33,17 @@ func TestReplicasShareOneBudget(t *testing.T) {
 	provider := llmtest.NewServer(t, 64)
 	dbURL := pgtest.NewURL(t)
 	vars := map[string]string{
-		"DATABASE_URL":                  dbURL,
-		"ADMIN_LISTEN_ADDR":             "off",
-		"RATE_LIMIT_PER_MINUTE":         "0",
-		"EMBEDDINGS_PROVIDER":           "openai",
-		"EMBEDDINGS_BASE_URL":           provider.BaseURL(),
-		"EMBEDDINGS_MODEL":              "fake-embedding",
-		"EMBEDDINGS_DIMENSIONS":         "64",
+		"DATABASE_URL":          dbURL,
+		"ADMIN_LISTEN_ADDR":     "off",
+		"RATE_LIMIT_PER_MINUTE": "0",
+		"EMBEDDINGS_PROVIDER":   "openai",
+		"EMBEDDINGS_BASE_URL":   provider.BaseURL(),
+		"EMBEDDINGS_MODEL":      "fake-embedding",
+		"EMBEDDINGS_DIMENSIONS": "64",
+		// The day's limit, from one client at any hour: no share, no pacing.
+		"EMBEDDINGS_CLIENT_DAILY_SHARE": "0",
+		"LLM_CLIENT_DAILY_SHARE":        "0",
+		"BUDGET_PACING":                 "off",
 		"EMBEDDINGS_DAILY_TOKEN_BUDGET": strconv.Itoa(budget),
 	}
 	// Ingest embeds the pages: billed by the provider, but not from the query budget.

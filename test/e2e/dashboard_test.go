@@ -33,15 +33,19 @@ func TestDashboardMetricsAreLive(t *testing.T) {
 	chat.Script(llmtest.Say("We are open Monday to Friday."))
 	dir := t.TempDir()
 	vars := map[string]string{
-		"DATABASE_URL":                  pgtest.NewURL(t),
-		"LISTEN_ADDR":                   "unix:" + filepath.Join(dir, "public.sock"),
-		"ADMIN_LISTEN_ADDR":             "unix:" + filepath.Join(dir, "admin.sock"),
-		"ADMIN_TOKEN":                   adminToken,
-		"RATE_LIMIT_PER_MINUTE":         "8",
-		"EMBEDDINGS_PROVIDER":           "openai",
-		"EMBEDDINGS_BASE_URL":           embeddings.BaseURL(),
-		"EMBEDDINGS_MODEL":              "fake-embedding",
-		"EMBEDDINGS_DIMENSIONS":         "64",
+		"DATABASE_URL":          pgtest.NewURL(t),
+		"LISTEN_ADDR":           "unix:" + filepath.Join(dir, "public.sock"),
+		"ADMIN_LISTEN_ADDR":     "unix:" + filepath.Join(dir, "admin.sock"),
+		"ADMIN_TOKEN":           adminToken,
+		"RATE_LIMIT_PER_MINUTE": "8",
+		"EMBEDDINGS_PROVIDER":   "openai",
+		"EMBEDDINGS_BASE_URL":   embeddings.BaseURL(),
+		"EMBEDDINGS_MODEL":      "fake-embedding",
+		"EMBEDDINGS_DIMENSIONS": "64",
+		// The day's limit, from one client at any hour: no share, no pacing.
+		"EMBEDDINGS_CLIENT_DAILY_SHARE": "0",
+		"LLM_CLIENT_DAILY_SHARE":        "0",
+		"BUDGET_PACING":                 "off",
 		"EMBEDDINGS_DAILY_TOKEN_BUDGET": "20",
 		"EMBEDDINGS_PRICE_PER_MTOK":     "20",
 		"LLM_BASE_URL":                  chat.BaseURL(),

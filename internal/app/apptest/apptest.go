@@ -34,6 +34,11 @@ func Config(t testing.TB, vars map[string]string) config.Config {
 		// test's limit. The tests of the shares set them.
 		"TOOL_MAX_CONCURRENT_PER_CLIENT": "0",
 		"CHAT_MAX_CONCURRENT_PER_CLIENT": "0",
+		// The same for the budgets' daily shares, and pacing would make a budget test's
+		// figures depend on the hour it runs at: the tests of fair use set them.
+		"LLM_CLIENT_DAILY_SHARE":        "0",
+		"EMBEDDINGS_CLIENT_DAILY_SHARE": "0",
+		"BUDGET_PACING":                 "off",
 	}
 	for k, v := range vars {
 		all[k] = v
