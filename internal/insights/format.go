@@ -33,7 +33,9 @@ func (r *Report) WriteText(w io.Writer) {
 		c := r.Searches.ByChannel[ch]
 		p("  %-10s %d, %d found nothing\n", ch, c.Total, c.NoResult)
 	}
-	p("Hand-overs  %d offered (an answer pointed to the contact page), %d called (a visitor's assistant filled in the contact form)\n\n", r.Handovers.Offered, r.Handovers.Called)
+	p("Hand-overs  %d offered (an answer pointed to the contact page), %d called (a visitor's assistant filled in the contact form)\n", r.Handovers.Offered, r.Handovers.Called)
+	p("Fair use    visitors at their daily share: %s; calls the paced budget refused: %s; proof of work: %s\n\n",
+		fairUseCounts(r.FairUse.SharesReached), fairUseCounts(r.FairUse.Paced), fairUseCounts(r.FairUse.ProofOfWork))
 	p("Most cited pages (cited in answers / top search result)\n")
 	if len(r.TopPages) == 0 {
 		p("  none yet\n")
@@ -58,7 +60,9 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 	p("| answers | %d (%s) |\n", r.Answers.Total, kindCounts(r.Answers.ByKind))
 	p("| fell back to search results | %s |\n", cmp.Or(joinCounts(r.Answers.Fallback, nil), "0"))
 	p("| searches | %d |\n| found nothing relevant | %d%s |\n", r.Searches.Total, r.Searches.NoResult, share(r.Searches.NoResult, r.Searches.Total))
-	p("| hand-overs offered / called | %d / %d |\n\n", r.Handovers.Offered, r.Handovers.Called)
+	p("| hand-overs offered / called | %d / %d |\n", r.Handovers.Offered, r.Handovers.Called)
+	p("| visitors at their daily share | %s |\n| calls the paced budget refused | %s |\n| proof of work | %s |\n\n",
+		fairUseCounts(r.FairUse.SharesReached), fairUseCounts(r.FairUse.Paced), fairUseCounts(r.FairUse.ProofOfWork))
 	p("## Feedback\n\n| answer kind | answers | up | down | reasons of the thumbs-down |\n|---|---:|---:|---:|---|\n")
 	for _, f := range r.Feedback {
 		p("| %s | %d | %d | %d | %s |\n", f.Kind, f.Answers, f.Up, f.Down, cmp.Or(joinCounts(f.Reasons, reasonLabels), "–"))
@@ -75,6 +79,11 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 	for _, d := range r.Daily {
 		p("| %s | %d | %d | %d | %d | %d | %d | %d |\n", d.Day, d.Answers, d.Up, d.Down, d.Searches, d.NoResult, d.HandoversOffered, d.HandoversCalled)
 	}
+}
+
+// fairUseCounts lists fair-use counts by budget kind or outcome, "0" for none.
+func fairUseCounts(m map[string]int64) string {
+	return cmp.Or(joinCounts(m, nil), "0")
 }
 
 func (f FeedbackRow) summary() string {

@@ -18,8 +18,10 @@ func TestReportFormats(t *testing.T) {
 			{Kind: "retrieval", Reasons: map[string]int64{}},
 			{Kind: "degraded", Answers: 3, Down: 1, Reasons: map[string]int64{"unanswered": 1}},
 		},
-		Searches:   insights.SearchCounts{Total: 40, NoResult: 5, ByChannel: map[string]insights.ChannelCounts{"chat": {Total: 12, NoResult: 1}, "mcp": {Total: 28, NoResult: 4}}},
-		Handovers:  insights.HandoverCounts{Offered: 3, Called: 1},
+		Searches:  insights.SearchCounts{Total: 40, NoResult: 5, ByChannel: map[string]insights.ChannelCounts{"chat": {Total: 12, NoResult: 1}, "mcp": {Total: 28, NoResult: 4}}},
+		Handovers: insights.HandoverCounts{Offered: 3, Called: 1},
+		FairUse: insights.FairUseCounts{SharesReached: map[string]int64{"llm": 2}, Paced: map[string]int64{"embedding": 5, "llm": 7},
+			ProofOfWork: map[string]int64{"solved": 30, "expired": 1}},
 		TopPages:   []insights.PageRow{{URL: "https://example.com/pricing", Title: "Pricing | Rates [2026]", Cited: 7, Top: 11}, {URL: "https://example.com/gone", Cited: 1}},
 		NeverCited: insights.PageList{Count: 120, Indexed: 140, Pages: []insights.PageRef{{URL: "https://example.com/faq", Title: "FAQ"}}},
 		Daily:      []insights.DayRow{{Day: "2026-12-02", Answers: 12, Up: 4, Down: 3, Searches: 40, NoResult: 5, HandoversOffered: 3, HandoversCalled: 1}},
@@ -35,6 +37,7 @@ func TestReportFormats(t *testing.T) {
 		"Searches    40, 5 found nothing relevant (12.5 %)",
 		"mcp        28, 4 found nothing",
 		"Hand-overs  3 offered",
+		"Fair use    visitors at their daily share: llm 2; calls the paced budget refused: embedding 5, llm 7; proof of work: expired 1, solved 30",
 		"    7 / 11    Pricing | Rates [2026]  https://example.com/pricing",
 		"https://example.com/gone (no longer indexed)",
 		"Never cited in the last 30 days: 120 of 140 pages",
@@ -48,6 +51,8 @@ func TestReportFormats(t *testing.T) {
 	r.WriteMarkdown(&md)
 	for _, want := range []string{
 		"| model | 9 | 4 | 2 | no reason 1, out of date 1 |",
+		"| visitors at their daily share | llm 2 |",
+		"| calls the paced budget refused | embedding 5, llm 7 |",
 		`| [Pricing \| Rates \[2026\]](https://example.com/pricing) | 7 | 11 |`,
 		"| 2026-12-02 | 12 | 4 | 3 | 40 | 5 | 3 | 1 |",
 	} {
