@@ -28,3 +28,6 @@ func (b *Budget) RenewDue() {
 		l.renewed = time.Time{}
 	}
 }
+
+// ReadPressure reads the day's row for Pressure now, as its background read does.
+func (b *Budget) ReadPressure() { b.readPressure() }

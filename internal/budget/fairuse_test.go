@@ -212,3 +212,35 @@ func TestReclaimedLeaseChargesOnce(t *testing.T) {
 		t.Fatalf("used %d reserved %d; want the reclaimed %d plus the 30 counted beyond a reservation, once", u.Used, u.Reserved, granted)
 	}
 }
+
+// Pressure: an unlimited budget is never short; a paced one is once less than a quarter
+// of the burst is left under the ceiling.
+func TestPressure(t *testing.T) {
+	db := pgtest.NewDB(t)
+	ctx := context.Background()
+	if budget.New(db.Pool, budget.Options{Kind: "llm"}).Pressure() {
+		t.Fatal("an unlimited budget under pressure")
+	}
+	noon := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	b := budget.New(db.Pool, budget.Options{Kind: "llm", Limit: 24_000, Pacing: true, Burst: 2400,
+		Now: func() time.Time { return noon }})
+	defer b.Close(ctx)
+	// The ceiling at noon is 13 200: 700 left is not short, 500 is (under 600).
+	for _, c := range []struct {
+		spend int64
+		short bool
+	}{{12_500, false}, {200, true}} {
+		r, err := b.Reserve(ctx, c.spend)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Settle(c.spend)
+		if err := b.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		b.ReadPressure()
+		if got := b.Pressure(); got != c.short {
+			t.Fatalf("after spending %d more: pressure %v, want %v", c.spend, got, c.short)
+		}
+	}
+}
