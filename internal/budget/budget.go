@@ -13,7 +13,6 @@ package budget
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sitetools/sitetools/internal/clientkey"
 	"github.com/sitetools/sitetools/internal/postgres/pgerr"
 )
 
@@ -62,10 +62,11 @@ const DefaultLeaseTTL = 30 * time.Second
 // Budget is a daily token allowance of one kind, shared by all replicas through
 // PostgreSQL. It is safe for concurrent use.
 type Budget struct {
-	pool   *pgxpool.Pool
-	opts   Options
-	holder string
-	ratios ratios
+	pool    *pgxpool.Pool
+	opts    Options
+	clients *clientkey.Hasher // names clients in client_shares
+	holder  string
+	ratios  ratios
 
 	growMu sync.Mutex // one lease write of this budget at a time
 	mu     sync.Mutex // the fields below
@@ -77,8 +78,10 @@ type Budget struct {
 	wg                       sync.WaitGroup
 	lastErr                  time.Time // of the last logged flush failure
 
-	shareWG sync.WaitGroup // share corrections under way
-	press   pressure
+	shareMu     sync.Mutex
+	shareWG     sync.WaitGroup // share corrections under way
+	shareClosed bool           // Close waits for them: corrections from now on are made at once
+	press       pressure
 }
 
 // New returns the budget opts describe on pool. It contacts nothing until a reservation.
@@ -92,13 +95,10 @@ func New(pool *pgxpool.Pool, opts Options) *Budget {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if len(opts.ClientSecret) == 0 {
-		opts.ClientSecret = make([]byte, 32)
-		_, _ = rand.Read(opts.ClientSecret) // per process: shares then hold per replica
-	}
 	host, _ := os.Hostname()
 	return &Budget{
-		pool: pool, opts: opts, holder: fmt.Sprintf("%s:%d", host, os.Getpid()),
+		// Without a secret, one per process: shares then hold per replica.
+		pool: pool, opts: opts, clients: clientkey.New(opts.ClientSecret), holder: fmt.Sprintf("%s:%d", host, os.Getpid()),
 		leases: map[time.Time]*lease{}, wake: make(chan struct{}, 1),
 	}
 }
@@ -216,8 +216,8 @@ func (r *Reservation) finish(used int64) {
 	}
 	b := r.b
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if r.done {
+		b.mu.Unlock()
 		return
 	}
 	r.done = true
@@ -225,6 +225,7 @@ func (r *Reservation) finish(used int64) {
 	r.l.pending += max(used-r.prepaid, 0)
 	delete(r.l.calls, r)
 	b.kickLocked()
+	b.mu.Unlock()
 	b.settleShare(r.share, used)
 }
 

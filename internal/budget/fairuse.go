@@ -2,8 +2,6 @@ package budget
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"sync"
@@ -19,7 +17,7 @@ import (
 //     spend at most ClientShare tokens of the day. A call is charged to its client's row
 //     in client_shares at its reservation before it is made and corrected to what the
 //     provider counted after it, so a client never has more in flight than its share
-//     left. The row names the client by a keyed hash only (see clientHash).
+//     left. The row names the client by a keyed hash only (see sharePurpose).
 //   - Pacing: the day's budget is released over the day. At t hours after midnight UTC
 //     the day may have spent or leased at most
 //
@@ -65,17 +63,11 @@ func clientOf(ctx context.Context) string {
 	return s
 }
 
-// clientHash is a client's name in client_shares on day: HMAC-SHA-256 under a key
-// derived from the secret and the day, cut to 16 bytes. The secret is not in the
-// database, so a dump cannot be matched against guessed addresses, and a new key each
-// day means yesterday's rows (dropped anyway) do not link to today's.
-func clientHash(secret []byte, day time.Time, client string) []byte {
-	dk := hmac.New(sha256.New, secret)
-	dk.Write([]byte("sitetools client share " + day.Format(time.DateOnly)))
-	m := hmac.New(sha256.New, dk.Sum(nil))
-	m.Write([]byte(client))
-	return m.Sum(nil)[:16]
-}
+// sharePurpose is what names a client in client_shares (see clientkey.Hasher.Key): a
+// keyed hash under a key of the day, which the secret not in the database derives, so
+// a dump cannot be matched against guessed addresses, and yesterday's rows (dropped
+// anyway) do not link to today's.
+const sharePurpose = "sitetools client share"
 
 // shareTakeSQL charges $4 tokens to client $3's share of day $1 and kind $2 if its spend
 // stays within the share $5; otherwise it marks the row reached. It returns whether the
@@ -111,7 +103,7 @@ func (b *Budget) takeShare(ctx context.Context, day time.Time, s *share, tokens 
 		if client == "" {
 			return nil, nil
 		}
-		s = &share{day: day, client: clientHash(b.opts.ClientSecret, day, client)}
+		s = &share{day: day, client: b.clients.Key(sharePurpose, day, client)}
 	}
 	var took, marked bool
 	if err := b.pool.QueryRow(ctx, shareTakeSQL, s.day, b.opts.Kind, s.client, tokens, b.opts.ClientShare).Scan(&took, &marked); err != nil {
@@ -133,17 +125,34 @@ func (b *Budget) settleShare(s *share, used int64) {
 	if s == nil || used == s.tokens {
 		return
 	}
-	delta := used - s.tokens
-	b.shareWG.Add(1)
-	go func() {
-		defer b.shareWG.Done()
+	correct := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if _, err := b.pool.Exec(ctx, `UPDATE client_shares SET spent = greatest(spent + $4, 0) WHERE day = $1 AND kind = $2 AND client = $3`,
-			s.day, b.opts.Kind, s.client, delta); err != nil {
+			s.day, b.opts.Kind, s.client, used-s.tokens); err != nil {
 			b.opts.Logger.Warn("client share correction failed; the share keeps the reservation", "kind", b.opts.Kind, "err", err.Error())
 		}
+	}
+	b.shareMu.Lock()
+	if b.shareClosed {
+		b.shareMu.Unlock()
+		correct()
+		return
+	}
+	b.shareWG.Add(1)
+	b.shareMu.Unlock()
+	go func() {
+		defer b.shareWG.Done()
+		correct()
 	}()
+}
+
+// waitShares waits for the share corrections under way; later ones are made at once.
+func (b *Budget) waitShares() {
+	b.shareMu.Lock()
+	b.shareClosed = true
+	b.shareMu.Unlock()
+	b.shareWG.Wait()
 }
 
 // ceiling is how much of day's budget may be spent or leased at now: the limit, or

@@ -417,7 +417,7 @@ func (b *Budget) Close(ctx context.Context) error {
 	default:
 	}
 	b.wg.Wait()
-	b.shareWG.Wait()
+	b.waitShares()
 	return b.Flush(ctx)
 }
 
