@@ -64,7 +64,7 @@ type FairUse struct {
 const (
 	DefaultClientShare           = 5  // percent of each day's budget per client
 	DefaultPacingBurst           = 10 // percent of each day's budget free at midnight
-	DefaultProofOfWorkMaxNumber  = 50_000
+	DefaultProofOfWorkMaxNumber  = 100_000
 	DefaultProofOfWorkExpiry     = 5 * time.Minute
 	minClientKeySecret           = 32
 	maxProofOfWorkMaxNumber      = 10_000_000

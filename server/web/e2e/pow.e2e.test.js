@@ -22,6 +22,7 @@ let llm;
 let page;
 const workers = [];
 const altcha = []; // the Altcha header of every POST /api/chat, in order
+const challenges = []; // every challenge the tab was given
 
 before(
   async () => {
@@ -45,6 +46,9 @@ before(
     page.on('worker', (w) => workers.push(w.url()));
     page.on('request', (r) => {
       if (r.method() === 'POST' && r.url() === `${site}/api/chat`) altcha.push(r.headers().altcha ?? null);
+    });
+    page.on('response', async (r) => {
+      if (r.url() === `${site}/api/chat/challenge`) challenges.push(await r.json());
     });
   },
   { timeout: 180000 },
@@ -84,7 +88,11 @@ test('the widget solves the challenge in its Worker and the chat answers', async
   );
   const solution = JSON.parse(Buffer.from(altcha.at(-1), 'base64').toString());
   assert.deepEqual(Object.keys(solution).sort(), ['algorithm', 'challenge', 'number', 'salt', 'signature']);
-  assert.ok(Number.isInteger(solution.number) && solution.number >= 0 && solution.number <= 50000, JSON.stringify(solution));
+  // The default difficulty, CHAT_PROOF_OF_WORK_MAX_NUMBER unset.
+  const given = challenges.at(-1);
+  assert.equal(given.maxnumber, 100000);
+  assert.equal(solution.challenge, given.challenge);
+  assert.ok(Number.isInteger(solution.number) && solution.number >= 0 && solution.number <= given.maxnumber, JSON.stringify(solution));
   assert.deepEqual(workers, [`${site}/webmcp/pow-worker.js`]);
   assert.equal(llm.calls, 1);
 

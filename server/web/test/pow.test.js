@@ -4,7 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 
 import { CHALLENGE_URL, PROOF_HEADER, Prover, payload } from '../widget/pow.js';
-import { isChallenge, solve } from '../widget/powsolve.js';
+import { isChallenge, searcher, solve } from '../widget/powsolve.js';
 
 /** challenge makes an ALTCHA challenge whose number is n, as the site does (unsigned). */
 function challenge(n, maxnumber = 5000) {
@@ -16,6 +16,16 @@ function challenge(n, maxnumber = 5000) {
 describe('solve', () => {
   it('finds the number, at either end of the range and across batches', async () => {
     for (const n of [0, 9, 10, 999, 1000, 1001, 4321, 5000]) assert.equal(await solve(challenge(n)), n, `number ${n}`);
+  });
+
+  it('hashes as SHA-256 does, for salts of every length around its blocks', () => {
+    for (let len = 0; len <= 200; len++) {
+      const salt = randomBytes(len).toString('hex').slice(0, len);
+      for (const n of [0, 7, 12345, 9999999]) {
+        const want = createHash('sha256').update(salt + n).digest('hex');
+        assert.equal(searcher(salt, want)(Math.max(0, n - 3), n + 3), n, `salt of ${len}, number ${n}`);
+      }
+    }
   });
 
   it('returns null when no number up to maxnumber solves it', async () => {
@@ -65,7 +75,9 @@ function site({ required = () => true, turns = () => ({ status: 200, body: 'even
     const { status, body } = turns(posts, init.headers?.[PROOF_HEADER]);
     return new Response(typeof body === 'string' ? body : JSON.stringify(body), { status });
   };
-  return { fetch, log };
+  // The Worker's starts and stops, as the log's entries.
+  const worker = { start: () => log.push({ url: 'worker.start' }), stop: () => log.push({ url: 'worker.stop' }) };
+  return { fetch, log, worker };
 }
 
 const refusal = (code) => ({ status: 403, body: { error: { code, message: 'fetch a new challenge' } } });
@@ -75,52 +87,49 @@ const solvedBy = (n) => (p) => JSON.parse(Buffer.from(p, 'base64').toString()).n
 describe('Prover', () => {
   it('solves a challenge before a turn when the site asks, and sends it in the Altcha header', async () => {
     const s = site();
-    const res = await new Prover({ fetch: s.fetch, solver: solve }).post('/api/chat', turnInit);
+    const res = await new Prover({ fetch: s.fetch, solver: solve, worker: s.worker }).post('/api/chat', turnInit);
     assert.equal(res.status, 200);
+    // The Worker starts while the challenge is on its way.
     assert.deepEqual(
       s.log.map((r) => [r.url, r.method]),
       [
+        ['worker.start', undefined],
         [CHALLENGE_URL, 'GET'],
         ['/api/chat', 'POST'],
       ],
     );
-    assert.ok(solvedBy(7)(s.log[1].proof), s.log[1].proof);
+    assert.ok(solvedBy(7)(s.log[2].proof), s.log[2].proof);
   });
 
   it('asks no more once the site said none is needed, until a turn is refused for the lack of one', async () => {
     let needed = false;
     const s = site({ required: () => needed, turns: (n, proof) => (needed && !proof ? refusal('proof_of_work_required') : { status: 200, body: '' }) });
-    const prover = new Prover({ fetch: s.fetch, solver: solve });
+    const prover = new Prover({ fetch: s.fetch, solver: solve, worker: s.worker });
     await prover.post('/api/chat', turnInit);
     await prover.post('/api/chat', turnInit);
     needed = true;
     const res = await prover.post('/api/chat', turnInit);
     assert.equal(res.status, 200);
-    assert.deepEqual(
-      s.log.map((r) => [r.url, r.proof !== null]),
-      [
-        [CHALLENGE_URL, false],
-        ['/api/chat', false],
-        ['/api/chat', false],
-        ['/api/chat', false],
-        [CHALLENGE_URL, false],
-        ['/api/chat', true],
-      ],
-    );
+    const seen = (from) => s.log.slice(from).map((r) => (r.proof ? `${r.url} with a proof` : r.url));
+    assert.deepEqual(seen(0), [
+      'worker.start',
+      CHALLENGE_URL,
+      'worker.stop', // none needed: the Worker goes
+      '/api/chat',
+      '/api/chat', // no challenge asked
+      '/api/chat', // refused: proof_of_work_required
+      CHALLENGE_URL,
+      '/api/chat with a proof',
+    ]);
     // Now that it asks, every turn gets a challenge first.
+    const from = s.log.length;
     await prover.post('/api/chat', turnInit);
-    assert.deepEqual(
-      s.log.slice(-2).map((r) => [r.url, r.proof !== null]),
-      [
-        [CHALLENGE_URL, false],
-        ['/api/chat', true],
-      ],
-    );
+    assert.deepEqual(seen(from), ['worker.start', CHALLENGE_URL, '/api/chat with a proof']);
   });
 
   it('retries once with a new challenge when the proof is refused, and gives the second answer', async () => {
     const s = site({ turns: () => refusal('proof_of_work_invalid') });
-    const res = await new Prover({ fetch: s.fetch, solver: solve }).post('/api/chat', turnInit);
+    const res = await new Prover({ fetch: s.fetch, solver: solve, worker: s.worker }).post('/api/chat', turnInit);
     assert.equal(res.status, 403);
     assert.equal((await res.json()).error.code, 'proof_of_work_invalid');
     const posts = s.log.filter((r) => r.method === 'POST');
@@ -130,14 +139,14 @@ describe('Prover', () => {
 
   it('does not retry other refusals, and leaves their body to be read', async () => {
     const s = site({ turns: () => refusal('consent_required') });
-    const res = await new Prover({ fetch: s.fetch, solver: solve }).post('/api/chat', turnInit);
+    const res = await new Prover({ fetch: s.fetch, solver: solve, worker: s.worker }).post('/api/chat', turnInit);
     assert.equal((await res.json()).error.code, 'consent_required');
     assert.equal(s.log.filter((r) => r.method === 'POST').length, 1);
   });
 
   it('sends the turn without a proof when the challenge route fails, so that the site says why', async () => {
     const fetch = async (url, init = {}) => (url === CHALLENGE_URL ? new Response('no', { status: 404 }) : new Response('', { status: 200, headers: { got: String(init.headers?.[PROOF_HEADER]) } }));
-    const res = await new Prover({ fetch, solver: solve }).post('/api/chat', turnInit);
+    const res = await new Prover({ fetch, solver: solve, worker: { start() {}, stop() {} } }).post('/api/chat', turnInit);
     assert.equal(res.headers.get('got'), 'undefined');
   });
 });

@@ -14,20 +14,35 @@ export function payload(c, number) {
   return btoa(JSON.stringify({ algorithm: c.algorithm, challenge: c.challenge, number, salt: c.salt, signature: c.signature }));
 }
 
-let worker = null; // one for the page, kept: starting one fetches its script
+let worker = null; // one for the page, kept while the site asks for proofs
 let nextID = 0;
 
 /**
- * solveOffThread solves c in the Worker; where none can start (the widget loaded from
- * another origin, a policy that forbids it), on this thread, which the solver leaves
- * between its batches.
+ * startWorker starts the Worker unless it runs; false where none can start (the widget
+ * loaded from another origin, a policy that forbids it). Starting one fetches and
+ * compiles its script: the Prover starts it while the challenge is on its way.
  */
-export function solveOffThread(c) {
+function startWorker() {
   try {
     worker ??= new Worker(new URL('./pow-worker.js', import.meta.url), { type: 'module' });
+    return true;
   } catch {
-    return solve(c);
+    return false;
   }
+}
+
+/** stopWorker stops the Worker: the site asks for no proof. */
+function stopWorker() {
+  worker?.terminate();
+  worker = null;
+}
+
+/**
+ * solveOffThread solves c in the Worker; where none can start, on this thread, which the
+ * solver leaves between its slices.
+ */
+export function solveOffThread(c) {
+  if (!startWorker()) return solve(c);
   const w = worker;
   const id = ++nextID;
   return new Promise((resolve) => {
@@ -58,11 +73,13 @@ export function solveOffThread(c) {
 export class Prover {
   #fetch;
   #solver;
+  #worker;
   #required = null; // what the site said last: null before it said anything
 
-  constructor({ fetch = (...a) => globalThis.fetch(...a), solver = solveOffThread } = {}) {
+  constructor({ fetch = (...a) => globalThis.fetch(...a), solver = solveOffThread, worker = { start: startWorker, stop: stopWorker } } = {}) {
     this.#fetch = fetch;
     this.#solver = solver;
+    this.#worker = worker;
   }
 
   /**
@@ -70,6 +87,7 @@ export class Prover {
    * none could be made (the turn then goes without, and the site says what it needs).
    */
   async proof() {
+    if (this.#required !== false) this.#worker.start();
     const res = await this.#fetch(CHALLENGE_URL, { headers: { Accept: 'application/json' }, credentials: 'same-origin', cache: 'no-store' });
     if (!res.ok) return null;
     let c;
@@ -79,6 +97,7 @@ export class Prover {
       return null;
     }
     this.#required = c?.required === true;
+    if (!this.#required) this.#worker.stop();
     if (!this.#required || !isChallenge(c)) return null;
     const number = await this.#solver(c);
     return Number.isInteger(number) ? payload(c, number) : null;
