@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
@@ -17,8 +18,8 @@ import (
 	"github.com/sitetools/sitetools/tools"
 )
 
-// CodeUnknownAnswer is feedback on an answer id this site did not issue, or issued more
-// than seven days ago.
+// CodeUnknownAnswer is feedback or a hand-over naming an answer id this site did not
+// issue, or issued more than seven days ago.
 const CodeUnknownAnswer = "unknown_answer"
 
 // feedbackBodyLimit bounds the body of POST /api/feedback and /api/handover: their
@@ -98,17 +99,23 @@ func (a *App) feedback(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-// handover handles POST /api/handover: {"tool": "prefill_contact_form"}, sent by the
-// WebMCP bridge after the browser tool filled in the contact form for a visitor's
-// assistant. Counted per day; the form's contents never leave the tab. 204. Unlike a
-// rating, every request counts, within the rate limit: the prefill runs in the tab for
-// the visitor's own assistant, no answer of this site precedes it, so the request has no
-// id the service issued to know a replay by (one the tab made up, a replayer would too).
+// handover handles POST /api/handover: {"tool": "prefill_contact_form", "answerId": "…"},
+// sent by the WebMCP bridge after the browser tool filled in the contact form. Counted
+// per day; the form's contents never leave the tab. 204.
+//
+// A hand-over counts once, on every replica. With answerId (message.done's, from a
+// caller that ran the tool in a turn of the site's chat) once per answer: an id this site
+// did not sign is 404 unknown_answer, as for a rating. Without one (the bridge's: it runs
+// the tool for a visitor's own assistant, and no answer of this site precedes it) once
+// per visitor and UTC day, the visitor being the rate limit's key, stored only as its
+// keyed hash of the day (see handoverKey). A replay gets what the first request got,
+// 204, and counts nothing.
 func (a *App) handover(c echo.Context) error {
 	var body struct {
-		Tool *string `json:"tool"`
+		Tool     *string `json:"tool"`
+		AnswerID *string `json:"answerId"`
 	}
-	const shape = `{"tool": "prefill_contact_form"}`
+	const shape = `{"tool": "prefill_contact_form", "answerId": "<message.done's answerId, if any>"}`
 	if err := a.readSmallJSON(c, &body, shape); err != nil {
 		return err
 	}
@@ -119,8 +126,45 @@ func (a *App) handover(c echo.Context) error {
 	if err := a.allow(c); err != nil {
 		return err
 	}
-	a.insights.HandoverCalled(*body.Tool)
+	unavailable := func(err error) error {
+		return &tools.Error{Code: tools.CodeUnavailable, Message: "the hand-over cannot be counted right now; try again later", RetryAfter: 5 * time.Second, Err: err}
+	}
+	// Once received, a hand-over is counted even if its client hangs up meanwhile (the
+	// bridge's request outlives the page): its retry is then a replay.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
+	defer cancel()
+	key, err := a.handoverKey(ctx, c, body.AnswerID)
+	switch {
+	case errors.Is(err, insights.ErrUnknownAnswer):
+		return tools.Errorf(CodeUnknownAnswer, "answerId is not the id of an answer of this site, or the answer is more than 7 days old")
+	case err != nil:
+		return unavailable(err)
+	}
+	if _, err := a.insights.Handover(ctx, *body.Tool, key); err != nil {
+		if tools.AsError(err).Code == tools.CodeUnavailable {
+			return unavailable(err)
+		}
+		return err
+	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// handoverPurpose names visitors in counted_handovers: not as the budgets' shares do, so
+// that the rows of the two tables do not match.
+const handoverPurpose = "sitetools hand-over"
+
+// handoverKey is what a hand-over counts once under: the SHA-256 of answerID (32 bytes)
+// once it is checked, or without one the visitor's name of the day (16 bytes), a keyed
+// hash of the rate limit's key whose secret is not in the database.
+func (a *App) handoverKey(ctx context.Context, c echo.Context, answerID *string) ([]byte, error) {
+	if answerID == nil {
+		return a.clientKeys.Key(handoverPurpose, time.Now(), a.edge.bucket(c.RealIP())), nil
+	}
+	if _, err := a.answerIDs.Check(ctx, *answerID); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(*answerID))
+	return sum[:], nil
 }
 
 // readSmallJSON reads a JSON object of known, exactly spelled string fields into v.

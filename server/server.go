@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sitetools/sitetools/internal/assistant"
+	"github.com/sitetools/sitetools/internal/clientkey"
 	"github.com/sitetools/sitetools/internal/insights"
 	"github.com/sitetools/sitetools/internal/postgres"
 	"github.com/sitetools/sitetools/tools"
@@ -47,6 +48,8 @@ type App struct {
 	answerIDs *insights.AnswerIDs
 	pressure  func() bool // the paced LLM budget runs short; never nil
 	pow       *proofOfWork
+	// clientKeys name a visitor in counted_handovers; never nil.
+	clientKeys *clientkey.Hasher
 
 	mcp    *mcpChannel
 	site   *web.Site
@@ -133,6 +136,11 @@ type Options struct {
 	// Pressure says the paced LLM budget is running short (CHAT_PROOF_OF_WORK=pressure
 	// asks for a proof of work then); nil: never.
 	Pressure func() bool
+	// ClientKeys name a visitor in the database, by the rate limit's key, under a secret
+	// every replica shares (the one the budgets' shares use); nil: a secret of this
+	// process, and a hand-over without an answer id then counts once per visitor and day
+	// on each replica.
+	ClientKeys *clientkey.Hasher
 }
 
 // New attaches the routes of the public and admin APIs to what it is given. It does not
@@ -160,6 +168,9 @@ func New(cfg config.Config, opts Options) (*App, error) {
 		chat:     opts.Chat,
 		insights: opts.Insights,
 		pressure: opts.Pressure,
+	}
+	if a.clientKeys = opts.ClientKeys; a.clientKeys == nil {
+		a.clientKeys = clientkey.New(nil)
 	}
 	if a.pressure == nil {
 		a.pressure = func() bool { return false }

@@ -10,6 +10,7 @@ import (
 	"github.com/sitetools/sitetools/internal/assistant"
 	"github.com/sitetools/sitetools/internal/breaker"
 	"github.com/sitetools/sitetools/internal/budget"
+	"github.com/sitetools/sitetools/internal/clientkey"
 	"github.com/sitetools/sitetools/internal/config"
 	"github.com/sitetools/sitetools/internal/insights"
 	"github.com/sitetools/sitetools/internal/postgres"
@@ -114,5 +115,6 @@ func Wire(cfg config.Config, p Parts) (*server.App, error) {
 		return nil, fmt.Errorf("app.Wire: %w", err)
 	}
 	return server.New(cfg, server.Options{DB: p.DB, Logger: logger, Edge: edge, Registry: registry, Chat: chat,
-		Usage: p.Usage, Bookings: p.Bookings, Reindex: p.Reindex, Insights: counts, Pressure: p.Pressure})
+		Usage: p.Usage, Bookings: p.Bookings, Reindex: p.Reindex, Insights: counts, Pressure: p.Pressure,
+		ClientKeys: clientkey.New(clientSecret(cfg))})
 }

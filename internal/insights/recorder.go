@@ -7,9 +7,10 @@
 //
 // A Recorder adds counts up in memory and writes them within FlushEvery in one
 // statement per table, so that a busy site costs the database a few writes a second,
-// not one per search; a replica that is killed loses at most that much. Ratings are the
-// exception: one counts once per answer, so Rate writes it at once beside the answer's
-// row (rating.go).
+// not one per search; a replica that is killed loses at most that much. Ratings and
+// hand-overs are the exceptions: each counts once (per answer; a hand-over without an
+// answer per visitor and day), so Rate and Handover write it at once beside the row that
+// says it was counted (rating.go, handover.go).
 package insights
 
 import (
@@ -161,16 +162,6 @@ func (r *Recorder) Answer(kind, reason string, cited []string, contactOffered bo
 	r.arm()
 }
 
-// HandoverCalled counts a browser tool that handed the visitor over (it filled the
-// contact form).
-func (r *Recorder) HandoverCalled(tool string) {
-	if r == nil {
-		return
-	}
-	r.metrics.handovers.WithLabelValues("called").Inc()
-	r.add(EventHandoverCalled, vocabulary(tool))
-}
-
 // FairUse counts a fair-use event: what (FairUseShareReached, FairUsePaced,
 // FairUseProofOfWork) and its kind or outcome, both words of a fixed vocabulary.
 func (r *Recorder) FairUse(what, kind string) {
@@ -300,7 +291,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"channel", "found"}),
 		handovers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sitetools_handovers_total",
-			Help: "Hand-overs to a person: offered (an answer pointed to the contact page) or called (a visitor's assistant filled in the contact form).",
+			Help: "Hand-overs to a person: offered (an answer pointed to the contact page) or called (a browser tool filled in the contact form; once per answer id, or per visitor and day without one, on whichever replica took it).",
 		}, []string{"how"}),
 	}
 	if reg != nil {

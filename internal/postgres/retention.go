@@ -37,12 +37,15 @@ type Pruned struct {
 	// ClientShares are the per-client share rows of days before today (UTC): a share
 	// lasts one day, and its hashing key changes with the day.
 	ClientShares int64 `json:"client_shares"`
+	// CountedHandovers are rows of counted_handovers that match nothing any more: a
+	// visitor's of a day that is over, an answer's whose id is refused.
+	CountedHandovers int64 `json:"counted_handovers"`
 }
 
 // Tables returns the counts by table name, for logs and metrics.
 func (p Pruned) Tables() map[string]int64 {
 	return map[string]int64{"ledger": p.Ledger, "budgets": p.Budgets, "embedding_cache": p.EmbeddingCache, "idempotency_keys": p.Idempotency, "insights": p.Insights, "rated_answers": p.RatedAnswers,
-		"spent_challenges": p.SpentChallenges, "client_shares": p.ClientShares}
+		"spent_challenges": p.SpentChallenges, "client_shares": p.ClientShares, "counted_handovers": p.CountedHandovers}
 }
 
 // ErrPruneBusy is returned by a Prune that does not wait while another one (on another
@@ -65,8 +68,8 @@ const pruneBatch = 5000
 // the EmbeddingCacheMaxRows most recently used, expired idempotency keys and expired
 // proof-of-work challenges. Rows go in
 // batches, each its own statement, so a long backlog never blocks the service.
-// Rated answers go once their ids are no longer taken, whatever the retention: they are
-// kept only to know a replayed id.
+// Rated answers and counted hand-overs go once they can match nothing, whatever the
+// retention: they are kept only to know a replay.
 //
 // One process prunes at a time, under a PostgreSQL advisory lock. With wait false, Prune
 // returns ErrPruneBusy at once if another holds it; with wait true it waits for it.
@@ -142,7 +145,7 @@ func (db *DB) Prune(ctx context.Context, r Retention, wait bool) (Pruned, error)
 	}, func() error {
 		return batches(&out.Idempotency, `DELETE FROM idempotency_keys WHERE (tool, key_hash) IN (
 			SELECT tool, key_hash FROM idempotency_keys WHERE expires_at < now() LIMIT $1)`)
-	}, spentChallenges(&out.SpentChallenges, batches), pastShares(&out.ClientShares, batches))
+	}, spentChallenges(&out.SpentChallenges, batches), pastShares(&out.ClientShares, batches), pastHandovers(&out.CountedHandovers, batches))
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return out, Wrap("postgres.Prune", err)
@@ -177,6 +180,18 @@ func pastShares(n *int64, batches func(*int64, string, ...any) error) func() err
 	return func() error {
 		return batches(n, `DELETE FROM client_shares WHERE (day, kind, client) IN (
 			SELECT day, kind, client FROM client_shares WHERE day < (now() AT TIME ZONE 'UTC')::date LIMIT $1)`)
+	}
+}
+
+// pastHandovers is the step of Prune that deletes the rows of counted_handovers that can
+// match no hand-over any more, whatever the retention: a visitor's (16 bytes) once its
+// day (UTC) is over, since the next day names the visitor under another key; an answer's
+// (32 bytes) after ratedAnswerDays, as rated_answers' rows: its id is refused by then.
+func pastHandovers(n *int64, batches func(*int64, string, ...any) error) func() error {
+	return func() error {
+		return batches(n, `DELETE FROM counted_handovers WHERE key IN (
+			SELECT key FROM counted_handovers WHERE day < (now() AT TIME ZONE 'UTC')::date - $1::int
+				OR (length(key) = 16 AND day < (now() AT TIME ZONE 'UTC')::date) LIMIT $2)`, ratedAnswerDays)
 	}
 }
 

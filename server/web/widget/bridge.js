@@ -454,7 +454,11 @@ async function prefillContactForm(args) {
 /**
  * countHandover tells the site that the visitor's assistant handed them over to the
  * contact form: the tool's name and nothing else (no argument, no field), so that the
- * site can count handovers. Its answer does not matter, and it outlives the page.
+ * site can count handovers. The bridge runs the tool for the visitor's own assistant
+ * (relay or the browser's WebMCP), never inside a turn of the site's chat, so it has no
+ * answer id to send (POST /api/handover takes one as "answerId" when a caller has it):
+ * the site counts it once per visitor and day, and a retry or a replay counts nothing.
+ * Its answer does not matter, and it outlives the page.
  */
 function countHandover(tool) {
   fetch(HANDOVER_URL, {
