@@ -34,6 +34,20 @@ func (q *QueryEmbedder) load(ctx context.Context, key [32]byte, channel, tool, q
 			q.record(ctx, call, budget.Entry{CacheHit: true, Outcome: budget.OutcomeOK})
 			return embedResult{vec: v}, nil
 		case !claimed:
+			// This process holds the claim now. The lookup's snapshot was taken before
+			// its claim: a replica whose fetch ended in between stored the vector (and
+			// then released its claim, which is how this one could take it) where that
+			// snapshot could not see it. Read the cache again before paying for it.
+			if v, err := q.cached(ctx, key); err != nil || v != nil {
+				q.unclaim(key)
+				if err != nil {
+					return embedResult{}, err
+				}
+				q.cache.Add(key, v)
+				q.hits.WithLabelValues("database").Inc()
+				q.record(ctx, call, budget.Entry{CacheHit: true, Outcome: budget.OutcomeOK})
+				return embedResult{vec: v}, nil
+			}
 			return q.fetch(ctx, call)
 		}
 		// Another replica (or process) is fetching it: wait for its answer.
@@ -79,6 +93,19 @@ func (q *QueryEmbedder) lookup(ctx context.Context, key [32]byte) (vec []float32
 		return stored.Slice(), false, nil
 	}
 	return nil, claimedElsewhere, nil
+}
+
+// cached reads key's vector from the shared cache in a statement of its own (nil: none).
+func (q *QueryEmbedder) cached(ctx context.Context, key [32]byte) ([]float32, error) {
+	var v pgvector.Vector
+	err := q.opts.Pool.QueryRow(ctx, `SELECT embedding FROM embedding_cache WHERE key = $1 AND model = $2`, key[:], q.Model()).Scan(&v)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, pgerr.Wrap("embedcache.EmbedQuery: cache", err)
+	}
+	return v.Slice(), nil
 }
 
 // callInfo is what the ledger rows of one query's fetch say.
