@@ -116,6 +116,14 @@ func TestIngestAppointmentsAndUsage(t *testing.T) {
 	if err != nil || !regexp.MustCompile(`embedding\s+ingest\s+ingest\s+`+strconv.Itoa(calls)+`\s`).MatchString(out) {
 		t.Fatalf("usage: %q %v", out, err)
 	}
+	// A limited budget's line says its paced ceiling and the visitors' share.
+	t.Setenv("LLM_DAILY_TOKEN_BUDGET", "240000")
+	t.Setenv("BUDGET_PACING", "off")
+	if out, err = run(t, "usage", "--days", "1"); err != nil ||
+		!strings.Contains(out, "limit 240000 tokens, paced ceiling now 240000; a visitor's share 12000, reached by 0 today") ||
+		!strings.Contains(out, "embedding budget") || !strings.Contains(out, "unlimited") {
+		t.Fatalf("usage with an LLM budget: %q %v", out, err)
+	}
 }
 
 // TestRetention: `sitetools prune` applies the retention once, and serve applies it by

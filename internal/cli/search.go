@@ -182,6 +182,25 @@ func countPages(root string) int {
 	return n
 }
 
+// printBudget writes one line of today's budget: its spend, its limit and, for a limited
+// one, the paced ceiling and the visitors at their share.
+func printBudget(ctx context.Context, w io.Writer, b *budget.Budget) error {
+	today, err := b.Today(ctx)
+	if err != nil {
+		return err
+	}
+	if today.Limit == 0 {
+		fmt.Fprintf(w, "%s budget %s: %d used, %d reserved, unlimited\n", today.Kind, today.Day, today.Used, today.Reserved)
+		return nil
+	}
+	fmt.Fprintf(w, "%s budget %s: %d used, %d reserved, limit %d tokens, paced ceiling now %d", today.Kind, today.Day, today.Used, today.Reserved, today.Limit, today.PacedCeiling)
+	if today.ClientShare > 0 {
+		fmt.Fprintf(w, "; a visitor's share %d, reached by %d today", today.ClientShare, today.ClientsAtShare)
+	}
+	fmt.Fprintln(w)
+	return nil
+}
+
 func usageCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("usage", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -189,23 +208,23 @@ func usageCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || *days < 1 {
 		return usageError{"usage takes only --days N"}
 	}
-	cfg, db, err := openFor(ctx, 2, config.AreaEmbeddings)
+	cfg, db, err := openFor(ctx, 2, config.AreaEmbeddings, config.AreaChat, config.AreaFairUse)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	printIndexStatus(ctx, db, stdout)
-	embeddingBudget := budget.NewBudget(db.Pool, "embedding", cfg.Embeddings.DailyTokenBudget, nil)
+	for _, b := range []struct {
+		kind  string
+		limit int64
+		share config.Share
+	}{{"embedding", cfg.Embeddings.DailyTokenBudget, cfg.FairUse.EmbeddingsShare}, {"llm", cfg.Chat.DailyTokenBudget, cfg.FairUse.LLMShare}} {
+		if err := printBudget(ctx, stdout, budget.New(db.Pool, budget.Options{Kind: b.kind, Limit: b.limit,
+			Pacing: cfg.FairUse.Pacing, Burst: cfg.FairUse.Burst.Of(b.limit), ClientShare: b.share.Of(b.limit)})); err != nil {
+			return err
+		}
+	}
 	ledger := budget.NewLedger(db.Pool)
-	today, err := embeddingBudget.Today(ctx)
-	if err != nil {
-		return err
-	}
-	limit := "unlimited"
-	if today.Limit > 0 {
-		limit = fmt.Sprintf("%d", today.Limit)
-	}
-	fmt.Fprintf(stdout, "embedding budget %s: %d used, %d reserved, limit %s tokens\n", today.Day, today.Used, today.Reserved, limit)
 	rows, err := ledger.Report(ctx, *days)
 	if err != nil {
 		return err
