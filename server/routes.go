@@ -35,6 +35,13 @@ func (a *App) publicRoutes() *echo.Echo {
 	e.Any("/mcp", methodNotAllowed("POST"), a.cors(), a.checkOrigin)
 	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp", a.serveMCP, a.cors(), a.checkOrigin)
 
+	// Discovery: the AI catalog and the MCP server card, public metadata that a browser
+	// on any origin may read (discovery.go).
+	discovery := []string{http.MethodGet, http.MethodHead, http.MethodOptions}
+	e.Match(discovery, catalogPath, a.aiCatalogDoc, openCORS)
+	e.Match(discovery, cardPath, a.serverCardDoc, openCORS)
+	e.Match(discovery, wellKnownCardPath, a.serverCardDoc, openCORS)
+
 	// The browser side: the flyout's assets, the WebMCP bridge and the relay's widget,
 	// and the pages of SITE_PAGES_DIR, one route each, with a 404 page for the rest.
 	// No cookies anywhere; the pages carry the CSP.

@@ -27,6 +27,11 @@ func (a *App) notFound(c echo.Context) error {
 	p := req.URL.Path
 	htmlMethod := req.Method == http.MethodGet || req.Method == http.MethodHead
 	if !a.site.HasPages() || !htmlMethod || web.IsReserved(p) {
+		if p == "/" {
+			// An agent that tries the root of a sitetools without pages learns where the
+			// catalog is.
+			c.Response().Header().Set("Link", discoveryLink)
+		}
 		return tools.Errorf(tools.CodeNotFound, "no such route")
 	}
 	// "/blog" and "/contact/" lead to the page they mean.
@@ -47,6 +52,7 @@ func (a *App) writePage(c echo.Context, status int, p *web.Page) error {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-cache")
+	h.Set("Link", discoveryLink)
 	h.Set("ETag", p.ETag)
 	if status == http.StatusOK && etagMatches(c.Request().Header.Get("If-None-Match"), p.ETag) {
 		return c.NoContent(http.StatusNotModified)

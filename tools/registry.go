@@ -300,14 +300,20 @@ func (r *Registry) Catalog() *Catalog {
 		// Schemas were compacted at registration and everything else is a string or bool.
 		panic(fmt.Sprintf("tools.Catalog: %v", err))
 	}
-	sum := sha256.Sum256(b)
-	c = &Catalog{Definitions: defs, JSON: b, ETag: `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`}
+	c = &Catalog{Definitions: defs, JSON: b, ETag: ETag(b)}
 	r.mu.Lock()
 	if len(r.tools) == len(defs) { // unchanged meanwhile
 		r.catalog = c
 	}
 	r.mu.Unlock()
 	return c
+}
+
+// ETag is a strong entity tag of b: the catalog's, and that of every document rendered
+// from it, so that all of them change together.
+func ETag(b []byte) string {
+	sum := sha256.Sum256(b)
+	return `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`
 }
 
 // Call validates args against the tool's input schema and runs it through the

@@ -72,7 +72,7 @@ type sourcePage struct {
 }
 
 // Paths of the service, each with everything below it: a page can never shadow them.
-var reservedPrefixes = []string{"/api", "/assets", "/webmcp", "/mcp", "/healthz", "/readyz"}
+var reservedPrefixes = []string{"/api", "/assets", "/webmcp", "/mcp", "/healthz", "/readyz", "/.well-known/ai-catalog.json", "/.well-known/mcp"}
 
 // Pages under these names go to the footer rather than the main navigation. Each is of
 // a kind, whatever its language: a language section's own privacy policy
