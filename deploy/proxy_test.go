@@ -246,12 +246,15 @@ func waitListening(t *testing.T, addr string) {
 
 // startNginx runs deploy/proxy/nginx.conf with only its addresses changed: it listens
 // on listen and passes every path to upstream instead of compose's sitetools:8080.
-func startNginx(t *testing.T, upstream, listen string) {
+func startNginx(t *testing.T, upstream, listen string) { startNginxApart(t, upstream, upstream, listen) }
+
+// startNginxApart is startNginx with sitetools and the site at upstreams of their own.
+func startNginxApart(t *testing.T, sitetools, site, listen string) {
 	conf := string(readFile(t, filepath.Join(root(t), "deploy", "proxy", "nginx.conf")))
 	for old, repl := range map[string]string{
 		"listen 8080;":                          "listen " + listen + ";",
-		"set $sitetools http://sitetools:8080;": "set $sitetools http://" + upstream + ";",
-		"set $site http://sitetools:8080;":      "set $site http://" + upstream + ";",
+		"set $sitetools http://sitetools:8080;": "set $sitetools http://" + sitetools + ";",
+		"set $site http://sitetools:8080;":      "set $site http://" + site + ";",
 	} {
 		if !strings.Contains(conf, old) {
 			t.Fatalf("nginx.conf has no %q to replace", old)
@@ -271,8 +274,11 @@ func startNginx(t *testing.T, upstream, listen string) {
 }
 
 // startCaddy runs deploy/proxy/Caddyfile as it is, configured by its variables.
-func startCaddy(t *testing.T, upstream, listen string) {
-	env := caddyEnv(t, "SITE_ADDRESS=http://"+listen, "SITETOOLS_UPSTREAM="+upstream, "SITE_UPSTREAM="+upstream)
+func startCaddy(t *testing.T, upstream, listen string) { startCaddyApart(t, upstream, upstream, listen) }
+
+// startCaddyApart is startCaddy with sitetools and the site at upstreams of their own.
+func startCaddyApart(t *testing.T, sitetools, site, listen string) {
+	env := caddyEnv(t, "SITE_ADDRESS=http://"+listen, "SITETOOLS_UPSTREAM="+sitetools, "SITE_UPSTREAM="+site)
 	startProcess(t, env, proxyBinary(t, "caddy"), "run", "--adapter", "caddyfile",
 		"--config", filepath.Join(root(t), "deploy", "proxy", "Caddyfile"))
 }
