@@ -60,9 +60,9 @@ export const config = {
   matcher: [
     {
       // Pages only: not the sitetools routes (app/api/chat, app/api/feedback,
-      // app/api/handover, app/mcp, app/webmcp), Next's
-      // static files and images, or file names (favicon.ico, public/…).
-      source: "/((?!api/chat(?:/|$)|api/feedback$|api/handover$|mcp$|webmcp/[^/]+$|_next/static/|_next/image|.*\\.[^/]*$).*)",
+      // app/api/handover, app/mcp, app/mcp/server-card, app/webmcp), Next's static files
+      // and images, or file names (favicon.ico, public/…, app/.well-known/…).
+      source: "/((?!api/chat(?:/|$)|api/feedback$|api/handover$|mcp(?:/server-card)?$|webmcp/[^/]+$|_next/static/|_next/image|.*\\.[^/]*$).*)",
       // Prefetches are not documents and need no policy.
       missing: [
         { type: "header", key: "next-router-prefetch" },

@@ -222,6 +222,30 @@ test('chat.js revalidates through the proxy; the files it loads are cached for g
   }
 });
 
+test('agents find /mcp through the frontend: the AI catalog and the MCP server card name its origin', async () => {
+  const catalog = await fetch(`${origin}/.well-known/ai-catalog.json`);
+  assert.equal(catalog.status, 200);
+  assert.equal(catalog.headers.get('content-type'), 'application/ai-catalog+json');
+  assert.equal(catalog.headers.get('access-control-allow-origin'), '*');
+  const [entry] = (await catalog.json()).entries;
+  assert.equal(entry.type, 'application/mcp-server-card+json');
+  assert.equal(entry.url, `${origin}/mcp/server-card`);
+  assert.deepEqual(entry.capabilities, serverToolNames);
+  const direct = await (await fetch(`${sitetools}/mcp/server-card`)).text();
+  for (const p of ['/mcp/server-card', '/.well-known/mcp/server-card.json']) {
+    const res = await fetch(`${origin}${p}`);
+    assert.equal(res.status, 200, p);
+    assert.equal(res.headers.get('content-type'), 'application/mcp-server-card+json', p);
+    const body = await res.text();
+    assert.equal(body, direct, `${p}: the bytes sitetools serves`);
+    const card = JSON.parse(body);
+    assert.equal(card.remotes[0].url, `${origin}/mcp`);
+    assert.deepEqual(card._meta['io.github.sitetools/tools'].map((t) => t.name), serverToolNames);
+    const again = await fetch(`${origin}${p}`, { headers: { 'If-None-Match': res.headers.get('etag') } });
+    assert.equal(again.status, 304, `${p} revalidates through the proxy`);
+  }
+});
+
 test('consent, then a question: the answer streams through the proxy, first word before the last', async () => {
   const calls = llm.calls;
   await openFlyout(page);
