@@ -246,7 +246,9 @@ func waitListening(t *testing.T, addr string) {
 
 // startNginx runs deploy/proxy/nginx.conf with only its addresses changed: it listens
 // on listen and passes every path to upstream instead of compose's sitetools:8080.
-func startNginx(t *testing.T, upstream, listen string) { startNginxApart(t, upstream, upstream, listen) }
+func startNginx(t *testing.T, upstream, listen string) {
+	startNginxApart(t, upstream, upstream, listen)
+}
 
 // startNginxApart is startNginx with sitetools and the site at upstreams of their own.
 func startNginxApart(t *testing.T, sitetools, site, listen string) {
@@ -274,7 +276,9 @@ func startNginxApart(t *testing.T, sitetools, site, listen string) {
 }
 
 // startCaddy runs deploy/proxy/Caddyfile as it is, configured by its variables.
-func startCaddy(t *testing.T, upstream, listen string) { startCaddyApart(t, upstream, upstream, listen) }
+func startCaddy(t *testing.T, upstream, listen string) {
+	startCaddyApart(t, upstream, upstream, listen)
+}
 
 // startCaddyApart is startCaddy with sitetools and the site at upstreams of their own.
 func startCaddyApart(t *testing.T, sitetools, site, listen string) {

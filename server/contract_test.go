@@ -733,6 +733,7 @@ func TestContract(t *testing.T) {
 
 	cases = append(cases, staticFileCases(t)...)
 	cases = append(cases, discoveryCases()...)
+	cases = append(cases, llmsTxtCases(t, db, downSrv)...)
 	cases = append(cases, feedbackCases(t, db, limitedSrv, downSrv)...)
 	cases = append(cases, proofOfWorkCases(t, doc, db, chatRegister)...)
 	cases = append(cases,

@@ -46,6 +46,11 @@ func (a *App) publicRoutes() *echo.Echo {
 	// and the pages of SITE_PAGES_DIR, one route each, with a 404 page for the rest.
 	// No cookies anywhere; the pages carry the CSP.
 	getHead := []string{http.MethodGet, http.MethodHead}
+	// For agents, from the index whichever frontend renders the pages: llms.txt per
+	// language section (llmstxt.go); each page as Markdown at <path>.md or with Accept:
+	// text/markdown is answered by the pages' routes and the 404 handler (markdown.go).
+	e.Match(getHead, "/llms.txt", a.llmsTxt)
+	e.Match(getHead, "/:lang/llms.txt", a.llmsTxt)
 	e.Match(getHead, "/assets/:file", a.asset)
 	e.Match(getHead, "/webmcp/:file", a.asset)
 	for _, p := range a.site.PagePaths() {

@@ -52,6 +52,8 @@ type App struct {
 	clientKeys *clientkey.Hasher
 
 	mcp    *mcpChannel
+	pages  indexPages // the index's pages, for llms.txt and their Markdown renderings
+	llms   *llmsFiles
 	site   *web.Site
 	public *echo.Echo
 	admin  *echo.Echo
@@ -181,6 +183,8 @@ func New(cfg config.Config, opts Options) (*App, error) {
 	a.answerIDs = insights.NewAnswerIDs(opts.DB.Pool, nil)
 	a.pow = newProofOfWork(opts.DB)
 	a.mcp = &mcpChannel{a: a}
+	a.pages = postgres.NewSitePages(opts.DB)
+	a.llms = &llmsFiles{pages: a.pages, recheck: llmsRecheck}
 	site, err := web.New(web.Options{PagesDir: cfg.SitePagesDir, WidgetPath: cfg.WebMCPWidgetPath,
 		RelayPort: cfg.WebMCPRelayPort, OriginTrialToken: cfg.WebMCPOriginTrialToken, Logger: logger})
 	if err != nil {

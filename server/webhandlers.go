@@ -17,15 +17,22 @@ func (a *App) page(c echo.Context) error {
 	if !ok {
 		return a.notFound(c)
 	}
+	if handled, err := a.negotiateMarkdown(c, c.Path()); handled {
+		return err
+	}
 	return a.writePage(c, http.StatusOK, p)
 }
 
-// notFound handles every path no route serves: the site's 404 page for a browser
-// asking for a page, the one error shape for anything else.
+// notFound handles every path no route serves: a page's Markdown rendering for an agent
+// asking for one (markdown.go), the site's 404 page for a browser asking for a page, the
+// one error shape for anything else.
 func (a *App) notFound(c echo.Context) error {
 	req := c.Request()
 	p := req.URL.Path
 	htmlMethod := req.Method == http.MethodGet || req.Method == http.MethodHead
+	if handled, err := a.agentMarkdown(c); handled {
+		return err
+	}
 	if !a.site.HasPages() || !htmlMethod || web.IsReserved(p) {
 		if p == "/" {
 			// An agent that tries the root of a sitetools without pages learns where the

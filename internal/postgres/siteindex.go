@@ -352,16 +352,7 @@ func nonNil(s []string) []string {
 
 // Page finds a page by absolute URL or by path; nil when there is none.
 func (s *SiteIndex) Page(ctx context.Context, urlOrPath string) (*sitesearch.StoredPage, error) {
-	var p sitesearch.StoredPage
-	err := s.db.Pool.QueryRow(ctx, `SELECT url, path, title, lang, body FROM pages
-		WHERE url = $1 OR path = $1 ORDER BY url = $1 DESC, url LIMIT 1`, urlOrPath).Scan(&p.URL, &p.Path, &p.Title, &p.Lang, &p.Body)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, Wrap("postgres.SiteIndex.Page", err)
-	}
-	return &p, nil
+	return NewSitePages(s.db).Page(ctx, urlOrPath)
 }
 
 // StoredVectors returns the stored embedding of each content hash the index holds.

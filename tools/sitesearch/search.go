@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"unicode"
@@ -346,23 +345,12 @@ type pageArgs struct {
 }
 
 func (s *searcher) getPage(ctx context.Context, a pageArgs) (pageOutput, error) {
-	key := strings.TrimSpace(a.URL)
-	if u, err := url.Parse(key); err == nil && u.Path != "" && (u.Fragment != "" || u.RawQuery != "") {
-		u.Fragment, u.RawQuery = "", ""
-		key = u.String()
-	}
-	p, err := s.opts.Index.Page(ctx, key)
-	if err == nil && p == nil {
-		// An absolute URL of this site whose stored form differs (host, scheme): try its path.
-		if u, perr := url.Parse(key); perr == nil && u.IsAbs() && u.Path != "" {
-			p, err = s.opts.Index.Page(ctx, u.Path)
-		}
-	}
+	p, err := FindPage(ctx, s.opts.Index, a.URL)
 	if err != nil {
 		return pageOutput{}, err
 	}
 	if p == nil {
-		return pageOutput{}, tools.Fail("No page %q is indexed on this site. Use search_site to find the page, then pass its url.", clip(key, 200))
+		return pageOutput{}, tools.Fail("No page %q is indexed on this site. Use search_site to find the page, then pass its url.", clip(strings.TrimSpace(a.URL), 200))
 	}
 	text, truncated := p.Body, false
 	if r := []rune(text); len(r) > s.opts.MaxPageChars {
