@@ -18,7 +18,11 @@ export default function Nav() {
       {/* The site search's button (Ctrl-K, ⌘-K or "/" opens it too); /webmcp/search.js,
           loaded in the layout, defines the element. Not on /search, whose own field then
           takes the shortcut. */}
-      {pathname !== "/search" && <sitetools-search modal />}
+      {pathname !== "/search" && (
+        <div className="site-search">
+          <sitetools-search modal />
+        </div>
+      )}
       <nav aria-label="Main">
         <ul className="nav-list">
           {links.map(({ href, label }) => {
