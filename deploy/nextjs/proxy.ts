@@ -1,5 +1,11 @@
 // Runs before every page request (Next 16's proxy, formerly middleware).
 //
+// - What agents read instead of the pages' HTML goes to sitetools, which renders it from
+//   its index: /llms.txt and /<lang>/llms.txt, every page as Markdown at its address with
+//   .md appended (/pricing.md, /blog/index.html.md), and any page asked for with Accept:
+//   text/markdown. (Next sets its pages' Vary itself, replacing any other, and answers
+//   them no-store: no cache serves a page's HTML for its Markdown. nginx and Caddy from
+//   deploy/proxy add Vary: Accept in front.)
 // - A Content-Security-Policy with a fresh nonce. The policy goes on the request too:
 //   Next reads the nonce from it and puts it on its own inline scripts. Scripts, styles
 //   and fetches come from this origin only, plus the WebMCP relay on the visitor's
@@ -8,8 +14,17 @@
 //   one of appPages (the catch-all page renders app/not-found.tsx for it).
 import { NextResponse, type NextRequest } from "next/server";
 import { pages } from "@/lib/content";
+import { proxyToSitetools } from "@/lib/sitetools";
+
+// forAgents says whether sitetools answers the request (see above). The Accept rule is
+// the proxies' in deploy/proxy: any mention of text/markdown.
+function forAgents(request: NextRequest): boolean {
+  const path = request.nextUrl.pathname;
+  return /^\/(?:[a-z]{2,3}\/)?llms\.txt$/.test(path) || path.endsWith(".md") || /text\/markdown/i.test(request.headers.get("accept") ?? "");
+}
 
 export async function proxy(request: NextRequest) {
+  if (forAgents(request)) return proxyToSitetools(request);
   const nonce = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));
   const relayPort = Number(process.env.WEBMCP_RELAY_PORT) || 4797;
   const csp = [
@@ -69,5 +84,8 @@ export const config = {
         { type: "header", key: "purpose", value: "prefetch" },
       ],
     },
+    // What agents read (forAgents), file names the entry above leaves out.
+    "/((?:[a-z]{2,3}/)?llms\\.txt)",
+    "/(.*\\.md)",
   ],
 };

@@ -246,6 +246,32 @@ test('agents find /mcp through the frontend: the AI catalog and the MCP server c
   }
 });
 
+test('agents read the site as text through the frontend: llms.txt, page.md, Accept: text/markdown', async () => {
+  const llms = await fetch(`${origin}/llms.txt`);
+  assert.equal(llms.status, 200);
+  assert.equal(llms.headers.get('content-type'), 'text/plain; charset=utf-8');
+  const text = await llms.text();
+  assert.equal(text, await (await fetch(`${sitetools}/llms.txt`)).text(), 'the bytes sitetools serves');
+  assert.match(text, /^# Northwind Lane Consulting\n\n> We are a small engineering consultancy/);
+  for (const name of serverToolNames) assert.match(text, new RegExp(`\n- \`${name}\`: .+\n`), name);
+  assert.ok(text.includes(`](${origin}/pricing.md): We publish our prices`), 'the pages link their Markdown on the frontend');
+  const again = await fetch(`${origin}/llms.txt`, { headers: { 'If-None-Match': llms.headers.get('etag') } });
+  assert.equal(again.status, 304, 'llms.txt revalidates through the proxy');
+
+  for (const [path, headers] of [
+    ['/pricing.md', {}],
+    ['/pricing', { Accept: 'text/markdown' }],
+  ]) {
+    const res = await fetch(`${origin}${path}`, { headers });
+    assert.equal(res.status, 200, path);
+    assert.equal(res.headers.get('content-type'), 'text/markdown; charset=utf-8', path);
+    assert.match(await res.text(), new RegExp(`^# Pricing\n\nSource: <${origin}/pricing>\n\n.*\n## Day rate\n`, 's'), path);
+  }
+  const html = await fetch(`${origin}/pricing`);
+  assert.equal(html.headers.get('content-type'), 'text/html; charset=utf-8', 'the page itself stays the frontend\'s');
+  assert.equal((await fetch(`${origin}/nowhere.md`)).status, 404);
+});
+
 test('consent, then a question: the answer streams through the proxy, first word before the last', async () => {
   const calls = llm.calls;
   await openFlyout(page);
