@@ -47,7 +47,10 @@ func llmsTxtCases(t *testing.T, db *postgres.DB, downSrv *httptest.Server) []con
 				"\n- [English](https://site.example/llms.txt): Example\n")},
 		{name: "a language's llms.txt not modified", method: "GET", path: "/de/llms.txt", header: anyETag, status: 304, check: noBody},
 		{name: "no such language's llms.txt", method: "GET", path: "/fr/llms.txt", status: 404, code: "not_found"},
+		{name: "a language's llms.txt rebinding host", method: "GET", path: "/de/llms.txt", before: rebind, status: 403, code: "origin_not_allowed"},
+		{name: "a language's llms.txt database down", srv: downSrv, method: "GET", path: "/de/llms.txt", status: 503, code: "unavailable"},
 		{name: "head a language's llms.txt", method: "HEAD", path: "/de/llms.txt", status: 200, check: noBody},
 		{name: "head no such language's llms.txt", method: "HEAD", path: "/fr/llms.txt", status: 404, check: noBody},
+		{name: "head a language's llms.txt rebinding host", method: "HEAD", path: "/de/llms.txt", before: rebind, status: 403, check: noBody},
 	}
 }
