@@ -186,7 +186,8 @@ func New(cfg config.Config, opts Options) (*App, error) {
 	a.pages = postgres.NewSitePages(opts.DB)
 	a.llms = &llmsFiles{pages: a.pages, recheck: llmsRecheck}
 	site, err := web.New(web.Options{PagesDir: cfg.SitePagesDir, WidgetPath: cfg.WebMCPWidgetPath,
-		RelayPort: cfg.WebMCPRelayPort, OriginTrialToken: cfg.WebMCPOriginTrialToken, Logger: logger})
+		RelayPort: cfg.WebMCPRelayPort, OriginTrialToken: cfg.WebMCPOriginTrialToken,
+		Catalog: opts.Registry.Catalog().JSON, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("server.New: %w", err)
 	}

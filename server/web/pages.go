@@ -140,8 +140,9 @@ type pageView struct {
 	Nav, Footer, Languages                              []link
 	Body                                                template.HTML
 	Contact                                             bool
-	NoIndex                                             bool     // a robots meta element keeps crawlers' indexes off the page too
-	Topics                                              []string // of the contact form
+	NoIndex                                             bool      // a robots meta element keeps crawlers' indexes off the page too
+	Topics                                              []string  // of the contact form
+	ContactTool                                         *formTool // the tool the contact form is a view of
 	T                                                   map[string]string
 }
 
@@ -169,6 +170,9 @@ func (s *Site) render(pages []*sourcePage) error {
 			v.Lang = p.lang
 		}
 		v.Contact = path.Base(p.path) == "contact"
+		if v.ContactTool = s.forms[contactTool]; v.Contact && v.ContactTool == nil {
+			return fmt.Errorf("server: SITE_PAGES_DIR: the contact form of %s is a view of %s, which the site does not have", p.path, contactTool)
+		}
 		v.NoIndex = p.noindex
 		if err := s.put(s.pages, p.path, v); err != nil {
 			return err
@@ -379,6 +383,8 @@ func uiText(lang string) map[string]string {
 		"formOrganisation": "Organisation (optional)",
 		"formTopic":        "Topic",
 		"formMessage":      "Message (required, up to 2,000 characters)",
+		"formTopicNone":    "Choose a topic",
+		"formRequired":     "Please fill in this field.",
 		"formSend":         "Send",
 		"formSent":         "Thank you. This demo form sent nothing: your message is still only on this page.",
 	}
@@ -400,6 +406,8 @@ func uiText(lang string) map[string]string {
 			"formOrganisation": "Organisation (freiwillig)",
 			"formTopic":        "Thema",
 			"formMessage":      "Nachricht (Pflichtfeld, bis zu 2.000 Zeichen)",
+			"formTopicNone":    "Thema wählen",
+			"formRequired":     "Bitte füllen Sie dieses Feld aus.",
 			"formSend":         "Senden",
 			"formSent":         "Danke. Dieses Demo-Formular hat nichts gesendet: Ihre Nachricht ist weiterhin nur auf dieser Seite.",
 		}

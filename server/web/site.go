@@ -31,7 +31,10 @@ type Options struct {
 	WidgetPath       string
 	RelayPort        int    // WEBMCP_RELAY_PORT, which the pages' CSP lets the bridge reach
 	OriginTrialToken string // WEBMCP_ORIGIN_TRIAL_TOKEN, sent as Origin-Trial with every page
-	Logger           *slog.Logger
+	// Catalog is the registry's tools as GET /api/chat/tools serves them: the pages' forms
+	// are views of them (forms.go). nil: of the browser-local tools only.
+	Catalog []byte
+	Logger  *slog.Logger
 }
 
 // Site is what the public listener serves to browsers: the pages rendered from
@@ -44,6 +47,7 @@ type Site struct {
 	rootLang    string
 	static      map[string]*File // by URL path
 	csp         string
+	forms       map[string]*formTool // the tools the pages' forms may be views of
 }
 
 // Page is a rendered page.
@@ -101,6 +105,10 @@ func New(o Options) (*Site, error) {
 		originTrial: o.OriginTrialToken,
 	}
 	if err := s.loadStatic(o); err != nil {
+		return nil, err
+	}
+	var err error
+	if s.forms, err = formTools(o.Catalog); err != nil {
 		return nil, err
 	}
 	if o.PagesDir == "" {

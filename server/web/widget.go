@@ -16,10 +16,11 @@ import (
 )
 
 // widgetSources are the chat widget, the search element and the WebMCP bridge as
-// written: ES modules and their stylesheets. They are bundled once per process (see
-// widgetBundle) into what /webmcp/ serves.
+// written: ES modules, their stylesheets, and the browser-local tools' definitions
+// (local-tools.json, which the pages' forms are rendered from too). They are bundled once
+// per process (see widgetBundle) into what /webmcp/ serves.
 //
-//go:embed widget/*.js widget/*.css
+//go:embed widget/*.js widget/*.css widget/*.json
 var widgetSources embed.FS
 
 const widgetDir = "widget"
@@ -144,8 +145,11 @@ var embeddedSources = api.Plugin{
 			}
 			s := string(src)
 			loader := api.LoaderJS
-			if path.Ext(a.Path) == ".css" {
+			switch path.Ext(a.Path) {
+			case ".css":
 				loader = api.LoaderCSS
+			case ".json":
+				loader = api.LoaderJSON
 			}
 			return api.OnLoadResult{Contents: &s, Loader: loader}, nil
 		})

@@ -98,11 +98,21 @@ document.addEventListener('sitetools:navigate', (e) => {
 });
 
 // The contact form sends nothing: its method is "dialog", which posts nowhere even
-// without this script, and a submit only shows a confirmation on the page.
+// without this script, and a submit only shows a confirmation on the page. An agent's
+// submit, which the bridge answers (prefill_contact_form: it fills, never sends), comes
+// here prevented already. The fields the visitor must fill say so with aria-required: as
+// "required" they would be required arguments of the tool the form is a view of.
 document.addEventListener('submit', (e) => {
   const form = e.target;
-  if (!(form instanceof HTMLFormElement) || !form.matches('[data-contact-form]')) return;
+  if (e.defaultPrevented || !(form instanceof HTMLFormElement) || !form.matches('[data-contact-form]')) return;
   e.preventDefault();
+  const empty = [...form.querySelectorAll('[aria-required="true"]')].find((el) => el.value.trim() === '');
+  if (empty) {
+    empty.setCustomValidity(form.dataset.requiredText || 'Please fill in this field.');
+    empty.addEventListener('input', () => empty.setCustomValidity(''), { once: true });
+    empty.reportValidity();
+    return;
+  }
   const status = form.querySelector('.form-status');
   if (status) status.textContent = status.dataset.sentText || 'Nothing was sent.';
 });

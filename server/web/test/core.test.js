@@ -12,6 +12,7 @@ import {
   TRANSCRIPT_KEY,
   batchHash,
   callServerTool,
+  chooseOption,
   fnv1a64,
   guardSameOrigin,
   hasConsent,
@@ -372,6 +373,20 @@ describe('prefill', () => {
     assert.match(validatePrefill({ name: 'x'.repeat(201) }).errors[0], /at most 200/);
     assert.match(validatePrefill({ phone: '1' }).errors[0], /unknown argument "phone"/);
     assert.match(validatePrefill({ message: 5 }).errors[0], /must be a string/);
+    assert.deepEqual(validatePrefill({ organisation: ' Acme ', topic: 'data' }), { ok: true, values: { organisation: 'Acme', topic: 'data' } });
+    assert.match(validatePrefill({ organisation: 'x'.repeat(201) }).errors[0], /at most 200/);
+    assert.match(validatePrefill({}).errors[0], /"name", "email", "organisation", "topic", "message"/);
+  });
+  it('takes a choice by value or label, or names the choices', () => {
+    const options = [
+      { value: '', label: 'Choose a topic' },
+      { value: 'Web platforms', label: 'Web platforms' },
+      { value: 'cloud', label: 'Cloud costs' },
+    ];
+    assert.deepEqual(chooseOption('topic', '  web PLATFORMS ', options), { ok: true, value: 'Web platforms' });
+    assert.deepEqual(chooseOption('topic', 'cloud costs', options), { ok: true, value: 'cloud' });
+    assert.deepEqual(chooseOption('topic', 'Choose a topic', options), { ok: false, error: '"topic" must be one of: Web platforms, cloud' });
+    assert.equal(chooseOption('topic', 'Gardening', options).ok, false);
   });
   it('fills only empty fields and keeps what the visitor typed', () => {
     assert.deepEqual(

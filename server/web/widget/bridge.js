@@ -5,9 +5,10 @@
 //
 // When the browser is idle it fetches the catalog (GET /api/chat/tools) and registers
 // every tool, plus the browser-local tools, with the relay's widget and, where the
-// browser has it, with document.modelContext. A call POSTs back to the site and returns
-// the MCP-shaped result. The widget runs headless: its own UI is hidden and its status
-// is re-dispatched as DOM events on document:
+// browser has it, with document.modelContext (native.js); forms that are views of a tool
+// get their declarative WebMCP attributes from it (forms.js). A call POSTs back to the
+// site and returns the MCP-shaped result. The widget runs headless: its own UI is hidden
+// and its status is re-dispatched as DOM events on document:
 //
 //   sitetools:webmcp-status      detail {state, message, reason, tools}; state is one of
 //                                unavailable | disconnected | connecting | connected;
@@ -26,8 +27,10 @@
 // itself unless <html data-sitetools-bridge="manual">; then call startBridge().
 
 import {
+  CONTACT_FIELDS,
   LOCAL_TOOLS,
   callServerTool,
+  chooseOption,
   errorResult,
   guardSameOrigin,
   planPrefill,
@@ -36,9 +39,10 @@ import {
   textResult,
   validatePrefill,
 } from './core.js';
+import { answerViews, bridgeRegisters, catalog, declareViews, fetchCatalog, redeclare, whenIdle, whenViewsLeave } from './forms.js';
+import { fillGaps, modelContext, registerNative, withdrawNative } from './native.js';
 
 const WIDGET_URL = new URL('./widget.js', import.meta.url).href;
-const CATALOG_URL = '/api/chat/tools';
 const HANDOVER_URL = '/api/handover';
 // The widget disconnects after this long without mouse or keyboard activity in the tab
 // (its default is 5 minutes: too short for a client working while the visitor reads).
@@ -76,31 +80,6 @@ export function clearWidgetSession(storage = globalThis.sessionStorage) {
 // Before anything else: a stale session from an earlier page would make the widget try
 // to resume and fail.
 clearWidgetSession();
-
-function whenIdle() {
-  return new Promise((resolve) => {
-    if (typeof requestIdleCallback === 'function') requestIdleCallback(() => resolve(), { timeout: 3000 });
-    else setTimeout(resolve, 200);
-  });
-}
-
-let catalogETag = '';
-
-// fetchCatalog is the registry's tools, or null when the catalog is unchanged since
-// the last fetch (its ETag) or cannot be had.
-async function fetchCatalog() {
-  try {
-    const headers = { Accept: 'application/json' };
-    if (catalogETag) headers['If-None-Match'] = catalogETag;
-    const res = await fetch(CATALOG_URL, { headers, credentials: 'same-origin', cache: 'no-cache' });
-    if (res.status === 304 || !res.ok) return null;
-    const body = await res.json();
-    catalogETag = res.headers.get('ETag') ?? '';
-    return Array.isArray(body.tools) ? body.tools.filter((t) => t && typeof t.name === 'string') : [];
-  } catch {
-    return null;
-  }
-}
 
 function widgetClass() {
   // The widget is a classic script declaring `class WebMCP`: a global binding, though
@@ -182,82 +161,6 @@ function statusMessage(s, raw) {
     default:
       return raw && raw !== 'Disconnected' && raw !== 'disconnected' ? `Not connected: ${raw}.` : 'Not connected.';
   }
-}
-
-// ---------------------------------------------------------------------------------------
-// The browser's own WebMCP (document.modelContext)
-
-/** modelContext is the browser's WebMCP object, if it has one. */
-function modelContext() {
-  const mc = document.modelContext ?? navigator.modelContext;
-  return mc && typeof mc.registerTool === 'function' ? mc : null;
-}
-
-// Annotations for the browser's agent (WebMCP draft: readOnlyHint, untrustedContentHint,
-// consequentialHint). Every server tool's result carries text the site or its visitors
-// wrote (pages, snippets, titles) or may in a later version: untrusted content, to be
-// read as data. Of the browser-local tools, resume_conversation returns what the
-// visitor and the assistant typed; save_conversation writes into the visitor's chat,
-// behind a dialog.
-const UNTRUSTED_LOCAL = new Set(['resume_conversation']);
-const CONSEQUENTIAL_LOCAL = new Set(['save_conversation']);
-
-function nativeAnnotations(tool, local) {
-  return {
-    readOnlyHint: tool.annotations?.readOnlyHint === true,
-    untrustedContentHint: local ? UNTRUSTED_LOCAL.has(tool.name) : true,
-    consequentialHint: local ? CONSEQUENTIAL_LOCAL.has(tool.name) : tool.annotations?.readOnlyHint !== true,
-  };
-}
-
-let native = null; // the AbortController of the current registrations
-
-/**
- * registerNative registers every tool with the browser's WebMCP under one shared
- * signal, withdrawing an earlier set first. A name the page registered itself stays
- * the page's: a warning, and the other tools still register.
- */
-async function registerNative(tools) {
-  const mc = modelContext();
-  if (!mc) return { registered: [], refused: [] };
-  native?.abort();
-  const ctl = new AbortController();
-  native = ctl;
-  const results = await Promise.allSettled(
-    tools.map((t) =>
-      Promise.resolve().then(() =>
-        mc.registerTool(
-          {
-            name: t.name,
-            title: t.title || undefined,
-            description: t.description,
-            inputSchema: t.inputSchema,
-            annotations: nativeAnnotations(t, t.local),
-            execute: (input, opts) => t.run(input, opts?.signal),
-          },
-          { signal: ctl.signal },
-        ),
-      ),
-    ),
-  );
-  const registered = [];
-  const refused = [];
-  results.forEach((r, i) => {
-    if (r.status === 'fulfilled') {
-      registered.push(tools[i].name);
-      return;
-    }
-    refused.push(tools[i].name);
-    const why = r.reason && r.reason.name === 'InvalidStateError' ? 'the page registered a tool of that name already' : String(r.reason?.message ?? r.reason);
-    console.warn(`sitetools bridge: ${tools[i].name} is not offered to the browser's agent: ${why}.`);
-  });
-  return { registered, refused };
-}
-
-/** withdrawNative takes back every tool the bridge registered with the browser. */
-export function withdrawNative() {
-  native?.abort();
-  native = null;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -416,10 +319,9 @@ function contactPage() {
   return g.ok ? g : guardSameOrigin('/contact', location.origin);
 }
 
-async function prefillContactForm(args) {
+async function prefillContactForm(args, form = document.querySelector('[data-contact-form]')) {
   const v = validatePrefill(args);
   if (!v.ok) return errorResult(`Nothing was filled in. Fix the arguments:\n- ${v.errors.join('\n- ')}`);
-  let form = document.querySelector('[data-contact-form]');
   if (!form) {
     const page = contactPage();
     const r = await navigate(page);
@@ -428,9 +330,14 @@ async function prefillContactForm(args) {
     if (!form) return errorResult(`This site has no contact form${r.status === 404 ? '' : ' on ' + page.path}.`);
   }
   const fields = {};
-  for (const name of ['name', 'email', 'message']) {
+  for (const name of Object.keys(CONTACT_FIELDS)) {
     const el = form.elements.namedItem(name);
     if (el && 'value' in el) fields[name] = el;
+  }
+  if (fields.topic?.localName === 'select' && v.values.topic !== undefined) {
+    const c = chooseOption('topic', v.values.topic, [...fields.topic.options].map((o) => ({ value: o.value, label: o.text })));
+    if (!c.ok) return errorResult(`Nothing was filled in: ${c.error}.`);
+    v.values.topic = c.value;
   }
   const current = Object.fromEntries(Object.entries(fields).map(([k, el]) => [k, el.value]));
   const plan = planPrefill(
@@ -479,7 +386,7 @@ function localExecutors() {
       return r;
     },
     open_page: openPage,
-    prefill_contact_form: prefillContactForm,
+    prefill_contact_form: (args) => prefillContactForm(args),
   };
 }
 
@@ -519,13 +426,15 @@ async function recheckCatalog() {
   const serverTools = await fetchCatalog();
   if (serverTools === null) return;
   await registerNative(toolSet(serverTools));
+  redeclare();
 }
 
 async function start() {
   await whenIdle();
-  const tools = toolSet((await fetchCatalog()) ?? []);
+  const tools = toolSet(await catalog());
   await registerNative(tools);
   if (modelContext()) {
+    whenViewsLeave(fillGaps);
     setInterval(recheckCatalog, CATALOG_RECHECK_MS);
     document.addEventListener('visibilitychange', () => {
       if (document.visibilityState === 'visible') recheckCatalog();
@@ -547,10 +456,12 @@ async function start() {
 }
 
 // The one same-origin guard, for a site's own router (see core.js).
-export { guardSameOrigin };
+export { guardSameOrigin, withdrawNative };
 
 /** startBridge starts the bridge once; later calls return the same promise. */
 export function startBridge() {
+  // The registry's tools will be the browser's through the bridge (see forms.js viewOf).
+  if (!started && modelContext()) bridgeRegisters();
   if (!started) started = start();
   return started;
 }
@@ -576,5 +487,10 @@ document.addEventListener('sitetools:webmcp-disconnect', async () => {
   const w = await startBridge();
   if (w) w.disconnect();
 });
+
+// The forms that are views of a tool are declared and answered even before the bridge
+// starts, or without it ("manual"): the browser's agent may use them meanwhile.
+answerViews(document, { prefill_contact_form: (filled, form) => prefillContactForm(filled, form) });
+declareViews(document);
 
 if (document.documentElement.dataset.sitetoolsBridge !== 'manual') startBridge();

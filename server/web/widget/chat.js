@@ -208,7 +208,7 @@ class SitetoolsChat extends HTMLElement {
     el.connect = t('connect', h('button', { type: 'submit', class: 'button', id: 'sitetools-webmcp-connect' }));
     el.connectForm = h(
       'form',
-      { class: 'card-form', id: 'sitetools-webmcp-connect-form' },
+      { class: 'card-form', id: 'sitetools-webmcp-connect-form', 'data-sitetools-no-tool': true },
       t('token', h('label', { for: 'sitetools-webmcp-token' })),
       el.token,
       el.connect,
@@ -249,7 +249,7 @@ class SitetoolsChat extends HTMLElement {
     el.send = t('send', h('button', { type: 'submit', class: 'button', id: 'sitetools-chat-send', part: 'send' }));
     el.form = h(
       'form',
-      { class: 'form', id: 'sitetools-chat-form', hidden: true },
+      { class: 'form', id: 'sitetools-chat-form', hidden: true, 'data-sitetools-no-tool': true },
       t('question', h('label', { class: 'visually-hidden', for: 'sitetools-chat-input' })),
       el.input,
       el.send,

@@ -27,6 +27,7 @@
 
 import { callServerTool, guardSameOrigin } from './core.js';
 import { h, icon } from './dom.js';
+import { answerViews, viewOf } from './forms.js';
 import { fill, languageOf, stringsFor } from './strings.js';
 
 export const TAG = 'sitetools-search';
@@ -434,7 +435,7 @@ function defineElement() {
         autocapitalize: 'off',
         spellcheck: 'false',
         enterkeyhint: 'search',
-        maxlength: '300',
+        name: 'query',
       });
       el.busy = h('span', { class: 'busy', 'aria-hidden': 'true' });
       el.close = h('button', { type: 'button', class: 'close', part: 'close', id: 'sitetools-search-close' }, '✕');
@@ -458,6 +459,9 @@ function defineElement() {
       el.dialog = h('dialog', { class: 'dialog', part: 'dialog', id: 'sitetools-search-dialog' });
       el.root.append(el.box);
       root.append(sheet, el.root);
+      // For the browser's agent the field is a view of search_site (forms.js), from the registry.
+      answerViews(root);
+      viewOf(root, 'sitetools-search-form', 'search_site', [el.input]);
       this.#el = el;
       this.#newTypeahead();
       this.#wire();
