@@ -25,36 +25,25 @@ func TestProxiesServeAgents(t *testing.T) {
 	sitetools := startIndexedSitetools(t)
 	site := namedUpstream(t, "site")
 	markdown := map[string]string{"Accept": "text/markdown"}
-	for _, tc := range []struct {
-		name  string
-		start func(t *testing.T, sitetools, site, listen string)
-	}{
-		{"nginx", startNginxApart},
-		{"caddy", startCaddyApart},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			addr := freeAddr(t)
-			tc.start(t, sitetools, strings.TrimPrefix(site.URL, "http://"), addr)
-			waitListening(t, addr)
-			for _, c := range []struct {
-				path        string
-				header      map[string]string
-				contentType string
-				begins      string
-			}{
-				{"/llms.txt", nil, "text/plain; charset=utf-8", "# Northwind Lane Consulting\n\n> We are a small engineering consultancy"},
-				{"/de/llms.txt", nil, "text/plain; charset=utf-8", "# Northwind Lane Consulting\n\n> Wir sind eine kleine Beratung"},
-				{"/pricing.md", nil, "text/markdown; charset=utf-8", "# Pricing\n\nSource: <https://site.example/pricing>\n\n"},
-				{"/blog/index.html.md", nil, "text/markdown; charset=utf-8", "# Blog\n\n"},
-				{"/pricing", markdown, "text/markdown; charset=utf-8", "# Pricing\n\n"},
-				{"/de/contact", map[string]string{"Accept": "text/markdown, text/html;q=0.9"}, "text/markdown; charset=utf-8", "# Kontakt\n\nQuelle: "},
-				{"/pricing", nil, "", "GET /pricing"},
-				{"/pricing", map[string]string{"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}, "", "GET /pricing"},
-			} {
-				checkAgentRoute(t, "http://"+addr, c.path, c.header, c.contentType, c.begins)
-			}
-		})
-	}
+	eachProxyApart(t, sitetools, strings.TrimPrefix(site.URL, "http://"), func(t *testing.T, base string) {
+		for _, c := range []struct {
+			path        string
+			header      map[string]string
+			contentType string
+			begins      string
+		}{
+			{"/llms.txt", nil, "text/plain; charset=utf-8", "# Northwind Lane Consulting\n\n> We are a small engineering consultancy"},
+			{"/de/llms.txt", nil, "text/plain; charset=utf-8", "# Northwind Lane Consulting\n\n> Wir sind eine kleine Beratung"},
+			{"/pricing.md", nil, "text/markdown; charset=utf-8", "# Pricing\n\nSource: <https://site.example/pricing>\n\n"},
+			{"/blog/index.html.md", nil, "text/markdown; charset=utf-8", "# Blog\n\n"},
+			{"/pricing", markdown, "text/markdown; charset=utf-8", "# Pricing\n\n"},
+			{"/de/contact", map[string]string{"Accept": "text/markdown, text/html;q=0.9"}, "text/markdown; charset=utf-8", "# Kontakt\n\nQuelle: "},
+			{"/pricing", nil, "", "GET /pricing"},
+			{"/pricing", map[string]string{"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}, "", "GET /pricing"},
+		} {
+			checkAgentRoute(t, base, c.path, c.header, c.contentType, c.begins)
+		}
+	})
 }
 
 // checkAgentRoute gets path through the proxy at base: from sitetools when contentType

@@ -15,31 +15,20 @@ import (
 // own, the AI catalog and the MCP server card reach sitetools with their methods,
 // revalidation and CORS headers, and the rest of /.well-known stays the site's.
 func TestProxiesRouteDiscovery(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		start func(t *testing.T, sitetools, site, listen string)
-	}{
-		{"nginx", startNginxApart},
-		{"caddy", startCaddyApart},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			sitetools, site := namedUpstream(t, "sitetools"), namedUpstream(t, "site")
-			addr := freeAddr(t)
-			tc.start(t, strings.TrimPrefix(sitetools.URL, "http://"), strings.TrimPrefix(site.URL, "http://"), addr)
-			waitListening(t, addr)
-			for _, c := range []struct{ method, path, want string }{
-				{http.MethodGet, "/.well-known/ai-catalog.json", "sitetools"},
-				{http.MethodGet, "/.well-known/mcp/server-card.json", "sitetools"},
-				{http.MethodGet, "/mcp/server-card", "sitetools"},
-				{http.MethodHead, "/mcp/server-card", "sitetools"},
-				{http.MethodOptions, "/.well-known/ai-catalog.json", "sitetools"},
-				{http.MethodGet, "/.well-known/security.txt", "site"},
-				{http.MethodGet, "/", "site"},
-			} {
-				checkRouted(t, "http://"+addr, c.method, c.path, c.want)
-			}
-		})
-	}
+	sitetools, site := namedUpstream(t, "sitetools"), namedUpstream(t, "site")
+	eachProxyApart(t, strings.TrimPrefix(sitetools.URL, "http://"), strings.TrimPrefix(site.URL, "http://"), func(t *testing.T, base string) {
+		for _, c := range []struct{ method, path, want string }{
+			{http.MethodGet, "/.well-known/ai-catalog.json", "sitetools"},
+			{http.MethodGet, "/.well-known/mcp/server-card.json", "sitetools"},
+			{http.MethodGet, "/mcp/server-card", "sitetools"},
+			{http.MethodHead, "/mcp/server-card", "sitetools"},
+			{http.MethodOptions, "/.well-known/ai-catalog.json", "sitetools"},
+			{http.MethodGet, "/.well-known/security.txt", "site"},
+			{http.MethodGet, "/", "site"},
+		} {
+			checkRouted(t, base, c.method, c.path, c.want)
+		}
+	})
 }
 
 // checkRouted sends method path through the proxy at base and checks that upstream want

@@ -250,6 +250,26 @@ func startNginx(t *testing.T, upstream, listen string) {
 	startNginxApart(t, upstream, upstream, listen)
 }
 
+// eachProxyApart starts nginx and then Caddy, each in front of sitetools and the site
+// at upstreams of their own (host:port), and runs f under the proxy's name with its base
+// URL.
+func eachProxyApart(t *testing.T, sitetools, site string, f func(t *testing.T, base string)) {
+	for _, tc := range []struct {
+		name  string
+		start func(t *testing.T, sitetools, site, listen string)
+	}{
+		{"nginx", startNginxApart},
+		{"caddy", startCaddyApart},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := freeAddr(t)
+			tc.start(t, sitetools, site, addr)
+			waitListening(t, addr)
+			f(t, "http://"+addr)
+		})
+	}
+}
+
 // startNginxApart is startNginx with sitetools and the site at upstreams of their own.
 func startNginxApart(t *testing.T, sitetools, site, listen string) {
 	conf := string(readFile(t, filepath.Join(root(t), "deploy", "proxy", "nginx.conf")))

@@ -1,17 +1,9 @@
 package cluster_test
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // TestHandoverReplayedAcrossReplicas: three replicas, and the same hand-overs sent to all
@@ -67,54 +59,20 @@ type handoverSend struct{ answerID, forwardedFor string }
 // handOverAtOnce sends hand-over i to replica i%3, all at once, and returns their
 // statuses ("204", or what came instead).
 func handOverAtOnce(c *cluster, sends []handoverSend) []string {
-	statuses := make([]string, len(sends))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, s := range sends {
-		wg.Go(func() {
-			<-start
-			statuses[i] = handOver(c.Replica(i%len(c.replicas)), s)
-		})
-	}
-	close(start)
-	wg.Wait()
-	return statuses
-}
-
-// handOver sends one hand-over to base and returns its status, or the error.
-func handOver(base string, s handoverSend) string {
-	v := map[string]string{"tool": "prefill_contact_form"}
-	if s.answerID != "" {
-		v["answerId"] = s.answerID
-	}
-	b, _ := json.Marshal(v)
-	req, _ := http.NewRequest(http.MethodPost, base+"/api/handover", strings.NewReader(string(b)))
-	req.Header.Set("Content-Type", "application/json")
-	if s.forwardedFor != "" {
-		req.Header.Set("X-Forwarded-For", s.forwardedFor) // the replicas trust 127.0.0.1
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return err.Error()
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusNoContent {
-		return fmt.Sprintf("%d %s", resp.StatusCode, msg)
-	}
-	return "204"
+	return atOnce(c, len(sends), func(base string, i int) string {
+		v := map[string]string{"tool": "prefill_contact_form"}
+		if sends[i].answerID != "" {
+			v["answerId"] = sends[i].answerID
+		}
+		var header map[string]string
+		if f := sends[i].forwardedFor; f != "" {
+			header = map[string]string{"X-Forwarded-For": f} // the replicas trust 127.0.0.1
+		}
+		return postJSON(base+"/api/handover", v, header)
+	})
 }
 
 // countedHandovers are the lengths of counted_handovers' keys, sorted.
 func countedHandovers(t *testing.T, c *cluster) []string {
-	t.Helper()
-	rows, err := c.DB(t).Query(context.Background(), `SELECT length(key)::text FROM counted_handovers ORDER BY 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
+	return column(t, c, `SELECT length(key)::text FROM counted_handovers ORDER BY 1`)
 }

@@ -262,3 +262,55 @@ func answered(t *testing.T, out []searchOutcome) (byReason map[string]int, longe
 	}
 	return byReason, longest
 }
+
+// atOnce sends request i to replica i%N, all n at once, and returns their statuses
+// ("204", or what came instead).
+func atOnce(c *cluster, n int, send func(base string, i int) string) []string {
+	statuses := make([]string, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			statuses[i] = send(c.Replica(i%len(c.replicas)), i)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return statuses
+}
+
+// postJSON posts body as JSON to url with the extra headers and returns "204", or the
+// status and body that came instead, or the error.
+func postJSON(url string, body any, header map[string]string) string {
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Sprintf("%d %s", resp.StatusCode, msg)
+	}
+	return "204"
+}
+
+// column is the one text column of query's rows on the cluster's database.
+func column(t *testing.T, c *cluster, query string) []string {
+	t.Helper()
+	rows, err := c.DB(t).Query(context.Background(), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}

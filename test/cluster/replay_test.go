@@ -1,18 +1,11 @@
 package cluster_test
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // TestFeedbackReplayedAcrossReplicas: three replicas, and one visitor's ratings of two
@@ -67,51 +60,18 @@ type rating struct{ id, rating, reason string }
 // rateAtOnce sends rating i to replica i%3, all at once, and returns their statuses
 // ("204", or what came instead).
 func rateAtOnce(c *cluster, sends []rating) []string {
-	statuses := make([]string, len(sends))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, s := range sends {
-		wg.Go(func() {
-			<-start
-			statuses[i] = rate(c.Replica(i%len(c.replicas)), s)
-		})
-	}
-	close(start)
-	wg.Wait()
-	return statuses
-}
-
-// rate sends one rating to base and returns its status, or the error.
-func rate(base string, r rating) string {
-	v := map[string]string{"answerId": r.id, "kind": "retrieval", "rating": r.rating}
-	if r.reason != "" {
-		v["reason"] = r.reason
-	}
-	b, _ := json.Marshal(v)
-	resp, err := httpClient.Post(base+"/api/feedback", "application/json", strings.NewReader(string(b)))
-	if err != nil {
-		return err.Error()
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusNoContent {
-		return fmt.Sprintf("%d %s", resp.StatusCode, msg)
-	}
-	return "204"
+	return atOnce(c, len(sends), func(base string, i int) string {
+		v := map[string]string{"answerId": sends[i].id, "kind": "retrieval", "rating": sends[i].rating}
+		if sends[i].reason != "" {
+			v["reason"] = sends[i].reason
+		}
+		return postJSON(base+"/api/feedback", v, nil)
+	})
 }
 
 // ratedAnswers are the ratings the database kept, one per rated answer (kind/rating/reason).
 func ratedAnswers(t *testing.T, c *cluster) []string {
-	t.Helper()
-	rows, err := c.DB(t).Query(context.Background(), `SELECT detail FROM rated_answers ORDER BY detail`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kept, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kept
+	return column(t, c, `SELECT detail FROM rated_answers ORDER BY detail`)
 }
 
 // checkRatings checks that the report counts exactly the ratings kept, one per answer.
