@@ -228,8 +228,13 @@ func TestFeedbackCountsOnly(t *testing.T) {
 
 // feedbackCounts are the rows of activity_daily, as "event detail n".
 func feedbackCounts(t *testing.T, db *postgres.DB) []string {
+	return textRows(t, db, `SELECT event || ' ' || detail || ' ' || n FROM activity_daily ORDER BY 1`)
+}
+
+// textRows is the one text column of query's rows on db.
+func textRows(t *testing.T, db *postgres.DB, query string) []string {
 	t.Helper()
-	rows, err := db.Pool.Query(context.Background(), `SELECT event || ' ' || detail || ' ' || n FROM activity_daily ORDER BY 1`)
+	rows, err := db.Pool.Query(context.Background(), query)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,13 +342,9 @@ func TestFeedbackConcurrentRatings(t *testing.T) {
 			t.Errorf("rating %d: %d, want 204", i, s)
 		}
 	}
-	rows, err := db.Pool.Query(context.Background(), `SELECT 'feedback ' || detail || ' ' || count(*) FROM rated_answers GROUP BY detail ORDER BY 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil || len(want) == 0 {
-		t.Fatalf("rated_answers: %q, %v", want, err)
+	want := textRows(t, db, `SELECT 'feedback ' || detail || ' ' || count(*) FROM rated_answers GROUP BY detail ORDER BY 1`)
+	if len(want) == 0 {
+		t.Fatal("rated_answers has no rows")
 	}
 	if got := feedbackCounts(t, db); !slices.Equal(got, want) {
 		t.Errorf("activity_daily %q, want the rows' ratings %q", got, want)
@@ -359,15 +360,7 @@ func TestFeedbackChangeKeepsItsDay(t *testing.T) {
 	now := time.Date(2026, 12, 2, 23, 59, 0, 0, time.UTC)
 	r := insights.New(db.Pool, insights.Options{Now: func() time.Time { return now }})
 	days := func() []string {
-		rows, err := db.Pool.Query(ctx, `SELECT to_char(day, 'MM-DD') || ' ' || detail || ' ' || n FROM activity_daily ORDER BY 1`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got
+		return textRows(t, db, `SELECT to_char(day, 'MM-DD') || ' ' || detail || ' ' || n FROM activity_daily ORDER BY 1`)
 	}
 	for _, step := range []struct {
 		answer, rating, reason string
