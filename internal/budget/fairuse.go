@@ -184,13 +184,19 @@ func (b *Budget) pacedRefusal(ctx context.Context, day time.Time, need int64) er
 	if !b.opts.Pacing || b.opts.Limit <= 0 {
 		return ErrBudgetExhausted
 	}
-	var spent int64
-	err := b.pool.QueryRow(ctx, `SELECT coalesce((SELECT used + reserved FROM budgets WHERE day = $1 AND kind = $2), 0)`, day, b.opts.Kind).Scan(&spent)
+	spent, err := b.spent(ctx, day)
 	if err != nil || spent+need > b.opts.Limit {
 		return ErrBudgetExhausted
 	}
 	b.event(EventPaced)
 	return ErrPaced
+}
+
+// spent is what day's row has used and leased (0 without a row).
+func (b *Budget) spent(ctx context.Context, day time.Time) (int64, error) {
+	var n int64
+	err := b.pool.QueryRow(ctx, `SELECT coalesce((SELECT used + reserved FROM budgets WHERE day = $1 AND kind = $2), 0)`, day, b.opts.Kind).Scan(&n)
+	return n, err
 }
 
 func (b *Budget) event(what string) {
@@ -232,8 +238,7 @@ func (b *Budget) readPressure() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	day := b.today()
-	var spent int64
-	err := b.pool.QueryRow(ctx, `SELECT coalesce((SELECT used + reserved FROM budgets WHERE day = $1 AND kind = $2), 0)`, day, b.opts.Kind).Scan(&spent)
+	spent, err := b.spent(ctx, day)
 	margin := b.opts.Limit / 20
 	if b.opts.Pacing {
 		margin = max(b.opts.Burst/4, 1)
