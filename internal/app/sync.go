@@ -40,6 +40,10 @@ type Syncer struct {
 func newSyncer(cfg config.Config, db *postgres.DB, logger *slog.Logger, reg prometheus.Registerer) *Syncer {
 	s := &Syncer{cfg: cfg, db: db, jobs: postgres.NewIndexSyncs(db), logger: logger, ingest: IngestSitemap,
 		wake: make(chan struct{}, 1), lockPoll: 100 * time.Millisecond}
+	s.jobs.TookOver = func(n int) {
+		s.logger.Info("index sync: took over the jobs of a replica that stopped", "jobs", n)
+		s.wakeWorker()
+	}
 	interval := time.Duration(0)
 	if s.Enabled() {
 		interval = cfg.Ingest.Interval
@@ -59,12 +63,17 @@ func (s *Syncer) Origin() string { return s.cfg.Ingest.Origin() }
 func (s *Syncer) Submit(ctx context.Context, r postgres.SyncRequest) (postgres.IndexSync, bool, error) {
 	job, coalesced, err := s.jobs.Submit(ctx, r)
 	if err == nil {
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
+		s.wakeWorker()
 	}
 	return job, coalesced, err
+}
+
+// wakeWorker tells the worker a job was queued here.
+func (s *Syncer) wakeWorker() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
 }
 
 // Job returns the job id as it stands.
@@ -170,8 +179,8 @@ func (s *Syncer) workerLoop(ctx context.Context) {
 func (s *Syncer) runJob(ctx context.Context, job postgres.IndexSync) {
 	release, err := s.jobs.LockSync(ctx, true, s.lockPoll)
 	if err != nil {
-		// Shutting down (or the database is gone): the job stays queued and is failed once
-		// this replica's heartbeat stops.
+		// Shutting down (or the database is gone): the job stays queued and is taken over by
+		// another replica once this one's heartbeat stops.
 		if ctx.Err() == nil {
 			s.logger.Warn("index sync: could not take the lock for a hook's job", "err", err.Error())
 			time.Sleep(s.lockPoll)
@@ -223,16 +232,20 @@ func (s *Syncer) execute(ctx context.Context, id, trigger string, urls []string)
 	s.logger.Info("index sync", args...)
 }
 
-// heartbeatLoop renews this replica's queued and running rows, and fails those of
-// replicas that stopped, every postgres.SyncHeartbeat.
+// heartbeatLoop renews this replica's queued and running rows, and takes over those of
+// replicas that stopped (postgres.IndexSyncs.Sweep), at once and every
+// postgres.SyncHeartbeat: a stopped replica's job is taken over within
+// postgres.SyncTakeoverBound of its last heartbeat.
 func (s *Syncer) heartbeatLoop(ctx context.Context) {
 	t := time.NewTicker(postgres.SyncHeartbeat)
 	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
 		}
 		if err := s.jobs.Heartbeat(ctx); err != nil && ctx.Err() == nil {
 			s.logger.Warn("index sync: heartbeat failed", "err", err.Error())

@@ -3,6 +3,8 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -57,10 +59,16 @@ type SyncRequest struct {
 // The lifetimes of index_syncs rows.
 const (
 	// SyncHeartbeat is how often a replica renews the heartbeat of its queued and running
-	// rows; SyncStaleAfter is when a row whose heartbeat stopped (a killed replica) is
-	// failed.
-	SyncHeartbeat  = 15 * time.Second
-	SyncStaleAfter = 4 * SyncHeartbeat
+	// rows, and sweeps; SyncStaleAfter is when a row whose heartbeat stopped (a killed
+	// replica) is taken over: a publish hook's job is queued again on the replica that
+	// sweeps, a full sync on the timer is failed (the timer runs the next). So a stopped
+	// replica's job is taken over within SyncTakeoverBound.
+	SyncHeartbeat     = 15 * time.Second
+	SyncStaleAfter    = 4 * SyncHeartbeat
+	SyncTakeoverBound = SyncStaleAfter + SyncHeartbeat
+	// syncMaxAttempts is how many runs of a hook's job may stop their replica before it
+	// is failed rather than taken over again.
+	syncMaxAttempts = 3
 	// syncKeepDays is how long finished rows are kept.
 	syncKeepDays = 90
 )
@@ -81,12 +89,19 @@ const (
 type IndexSyncs struct {
 	db     *DB
 	holder string
+	// TookOver, if set, is told how many jobs of stopped replicas this one just queued on
+	// itself, for its worker to wake.
+	TookOver func(n int)
 }
 
-// NewIndexSyncs returns the syncs of this process, named by host name and process id.
+// NewIndexSyncs returns the syncs of this process, named by host name, process id and a
+// random instance id: a process restarted with the same host name and pid (PID 1 in a
+// container) is another holder, and takes over the rows of the one before.
 func NewIndexSyncs(db *DB) *IndexSyncs {
 	host, _ := os.Hostname()
-	return &IndexSyncs{db: db, holder: fmt.Sprintf("%s:%d", host, os.Getpid())}
+	var id [4]byte
+	_, _ = rand.Read(id[:])
+	return &IndexSyncs{db: db, holder: fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(id[:]))}
 }
 
 // Holder is the name this replica's rows carry.
@@ -103,9 +118,48 @@ func scanSync(row pgx.Row) (IndexSync, error) {
 	return j, err
 }
 
-// failStale is the statement that fails rows whose replica stopped renewing them.
-const failStale = `UPDATE index_syncs SET state = 'failed', outcome = 'failed', finished_at = now(),
-	error = 'the replica running it stopped' WHERE state IN ('queued', 'running') AND heartbeat_at < now() - $1::interval`
+// takeOverStale is the statement that takes over the rows whose replica stopped renewing
+// them ($1 the staleness, $2 the new holder, $3 syncMaxAttempts, $4 one id or NULL for
+// all): a publish hook's job is queued again on this replica unless its runs stopped
+// their replica $3 times already; the rest are failed. It returns the ids taken over.
+const takeOverStale = `UPDATE index_syncs SET
+	state = CASE WHEN trigger = 'hook' AND attempts < $3 THEN 'queued' ELSE 'failed' END,
+	holder = CASE WHEN trigger = 'hook' AND attempts < $3 THEN $2 ELSE holder END,
+	outcome = CASE WHEN trigger = 'hook' AND attempts < $3 THEN NULL ELSE 'failed' END,
+	finished_at = CASE WHEN trigger = 'hook' AND attempts < $3 THEN NULL ELSE now() END,
+	error = CASE WHEN trigger = 'hook' AND attempts < $3 THEN NULL
+		WHEN trigger = 'hook' THEN 'the replicas running it stopped ' || attempts || ' times'
+		ELSE 'the replica running it stopped' END,
+	started_at = NULL, heartbeat_at = now()
+	WHERE state IN ('queued', 'running') AND heartbeat_at < now() - $1::interval AND ($4::uuid IS NULL OR id = $4::uuid)
+	RETURNING id::text, state`
+
+// takeOver runs takeOverStale on q (the pool or a transaction) for one id, or all rows
+// with id "", and wakes this replica's worker if it took a job.
+func (s *IndexSyncs) takeOver(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, id string) error {
+	var one *string
+	if id != "" {
+		one = &id
+	}
+	rows, err := q.Query(ctx, takeOverStale, SyncStaleAfter.String(), s.holder, syncMaxAttempts, one)
+	if err != nil {
+		return err
+	}
+	var jobID, state string
+	taken := 0
+	_, err = pgx.ForEachRow(rows, []any{&jobID, &state}, func() error {
+		if state == "queued" {
+			taken++
+		}
+		return nil
+	})
+	if taken > 0 && s.TookOver != nil {
+		s.TookOver(taken)
+	}
+	return err
+}
 
 // Submit queues a publish hook's job on this replica. A repeat of an Idempotency-Key
 // with the same request returns its job; with another request it is an
@@ -123,7 +177,7 @@ func (s *IndexSyncs) Submit(ctx context.Context, r SyncRequest) (job IndexSync, 
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, submitLockKey); err != nil {
 		return job, false, Wrap("postgres.IndexSyncs.Submit", err)
 	}
-	if _, err := tx.Exec(ctx, failStale, SyncStaleAfter.String()); err != nil {
+	if err := s.takeOver(ctx, tx, ""); err != nil {
 		return job, false, Wrap("postgres.IndexSyncs.Submit", err)
 	}
 	if r.IdempotencyKey != "" {
@@ -183,13 +237,13 @@ func scanSyncWith(row pgx.Row, hash *[]byte) (IndexSync, error) {
 // uuidShape is the text form of a UUID, checked before a look-up.
 var uuidShape = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
-// Get returns the sync id; one whose replica stopped renewing it is failed first. An
+// Get returns the sync id; one whose replica stopped renewing it is taken over first. An
 // unknown id is a not_found error.
 func (s *IndexSyncs) Get(ctx context.Context, id string) (IndexSync, error) {
 	if !uuidShape.MatchString(id) {
 		return IndexSync{}, tools.Errorf(tools.CodeNotFound, "no reindex job has this id")
 	}
-	if _, err := s.db.Pool.Exec(ctx, failStale+` AND id = $2`, SyncStaleAfter.String(), id); err != nil {
+	if err := s.takeOver(ctx, s.db.Pool, id); err != nil {
 		return IndexSync{}, Wrap("postgres.IndexSyncs.Get", err)
 	}
 	j, err := scanSync(s.db.Pool.QueryRow(ctx, `SELECT `+syncColumns+` FROM index_syncs WHERE id = $1`, id))
@@ -220,8 +274,8 @@ func (s *IndexSyncs) StartInterval(ctx context.Context) (string, error) {
 
 // Start marks a queued job as running.
 func (s *IndexSyncs) Start(ctx context.Context, id string) error {
-	tag, err := s.db.Pool.Exec(ctx, `UPDATE index_syncs SET state = 'running', started_at = now(), heartbeat_at = now()
-		WHERE id = $1 AND state = 'queued'`, id)
+	tag, err := s.db.Pool.Exec(ctx, `UPDATE index_syncs SET state = 'running', started_at = now(), heartbeat_at = now(),
+		attempts = attempts + 1 WHERE id = $1 AND state = 'queued' AND holder = $2`, id, s.holder)
 	if err == nil && tag.RowsAffected() == 0 {
 		return fmt.Errorf("postgres.IndexSyncs.Start: job %s is no longer queued", id)
 	}
@@ -252,10 +306,10 @@ func (s *IndexSyncs) Heartbeat(ctx context.Context) error {
 	return Wrap("postgres.IndexSyncs.Heartbeat", err)
 }
 
-// Sweep fails the rows of replicas that stopped renewing them and deletes rows finished
-// more than syncKeepDays ago.
+// Sweep takes over the rows of replicas that stopped renewing them and deletes rows
+// finished more than syncKeepDays ago.
 func (s *IndexSyncs) Sweep(ctx context.Context) error {
-	if _, err := s.db.Pool.Exec(ctx, failStale, SyncStaleAfter.String()); err != nil {
+	if err := s.takeOver(ctx, s.db.Pool, ""); err != nil {
 		return Wrap("postgres.IndexSyncs.Sweep", err)
 	}
 	_, err := s.db.Pool.Exec(ctx, `DELETE FROM index_syncs WHERE finished_at < now() - make_interval(days => $1)`, syncKeepDays)
