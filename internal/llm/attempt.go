@@ -24,6 +24,11 @@ type attemptInfo struct {
 	// written is set once the transport has written the request's headers to a
 	// connection. It is set from the transport's goroutines.
 	written atomic.Bool
+	// inputs are the texts of an embeddings request, for a Delivery's estimate of a
+	// request whose delivery is unknown; tokens is what the provider reported for an
+	// answered one. The embeddings client sets both.
+	inputs []string
+	tokens int
 }
 
 type attemptKey struct{}

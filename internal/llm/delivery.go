@@ -20,12 +20,19 @@ import (
 // ChatOptions.HTTPClient must use a transport that reports to httptrace, as the standard
 // one does; otherwise a request that gets no answer is taken for one never sent.
 //
+// For the embeddings requests it also keeps what their tokens were: what the provider
+// reported for the answered ones (AnsweredTokens), and sitetools' estimate for each one
+// whose delivery is unknown (UnknownEstimates), so that a caller can charge a call that
+// failed, or that succeeded only after a split or a retry, for every request in it.
+//
 // A Delivery is safe for concurrent use; a nil *Delivery counts nothing and reads 0.
 type Delivery struct {
 	parent *Delivery // the Delivery of an enclosing Track, which counts the same requests
 
 	mu                               sync.Mutex
 	sent, unknown, refused, answered int
+	answeredTokens                   int
+	unknownEstimates                 []int
 }
 
 type deliveryKey struct{}
@@ -56,6 +63,25 @@ func (d *Delivery) Refused() int { return d.read(func(d *Delivery) int { return 
 // Answered is how many of the sent requests were answered successfully: an embeddings
 // answer, or a chat stream read to its end.
 func (d *Delivery) Answered() int { return d.read(func(d *Delivery) int { return d.answered }) }
+
+// AnsweredTokens is what the provider reported for the answered embeddings requests:
+// the prompt tokens of their usage, or CountTokens over the inputs of an answer that
+// reported none. Chat requests add nothing.
+func (d *Delivery) AnsweredTokens() int {
+	return d.read(func(d *Delivery) int { return d.answeredTokens })
+}
+
+// UnknownEstimates holds one entry for each of the Unknown requests, in the order they
+// ended: for an embeddings request, CountTokens over the inputs it carried (what the
+// provider received, before its own tokenizer counts it); for a chat request, 0.
+func (d *Delivery) UnknownEstimates() []int {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]int(nil), d.unknownEstimates...)
+}
 
 func (d *Delivery) read(field func(*Delivery) int) int {
 	if d == nil {
@@ -90,8 +116,9 @@ func outcomeOf(a *attemptInfo, err error) outcome {
 	return notSent
 }
 
-// add counts one request's outcome here and in the enclosing Deliveries.
-func (d *Delivery) add(o outcome) {
+// add counts one request's outcome here and in the enclosing Deliveries; tokens are the
+// provider's report of an answered request, the estimate of an unknown one.
+func (d *Delivery) add(o outcome, tokens int) {
 	if o == notSent {
 		return
 	}
@@ -101,10 +128,12 @@ func (d *Delivery) add(o outcome) {
 		switch o {
 		case unknown:
 			d.unknown++
+			d.unknownEstimates = append(d.unknownEstimates, tokens)
 		case refused:
 			d.refused++
 		case answered:
 			d.answered++
+			d.answeredTokens += tokens
 		}
 		d.mu.Unlock()
 	}
@@ -134,17 +163,27 @@ func (c *call) settle(a *attemptInfo, err error) {
 	if a.status == http.StatusTooManyRequests || a.status == http.StatusServiceUnavailable {
 		c.after = a.after
 	}
-	c.delivery.add(outcomeOf(a, err))
+	o := outcomeOf(a, err)
+	tokens := 0
+	switch {
+	case o == answered:
+		tokens = a.tokens
+	case o == unknown && c.delivery != nil:
+		for _, in := range a.inputs {
+			tokens += CountTokens(in)
+		}
+	}
+	c.delivery.add(o, tokens)
 }
 
 // streamEnded records how the body of a chat stream, whose request was answered 200,
 // ended: err is why it stopped early, nil when it was read to its end.
 func (c *call) streamEnded(err error) {
 	if err != nil {
-		c.delivery.add(unknown)
+		c.delivery.add(unknown, 0)
 		return
 	}
-	c.delivery.add(answered)
+	c.delivery.add(answered, 0)
 }
 
 // admit asks the hook whether the call may send another request, its attempt-th for the

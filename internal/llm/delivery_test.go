@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/sitetools/sitetools/internal/llm"
 )
 
@@ -154,6 +156,9 @@ func checkDelivery(t *testing.T, d *llm.Delivery, want counts) {
 	}
 	if got.sent != got.unknown+got.refused+got.answered {
 		t.Errorf("delivery %+v: sent is not the sum of the outcomes", got)
+	}
+	if n := len(d.UnknownEstimates()); n != got.unknown {
+		t.Errorf("%d estimates for %d requests of unknown delivery", n, got.unknown)
 	}
 }
 
@@ -362,4 +367,97 @@ func TestDeliveryCallerCancel(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 	checkDelivery(t, d, counts{1, 1, 0, 0})
+}
+
+// estimate is CountTokens over in.
+func estimate(in []string) int {
+	n := 0
+	for _, s := range in {
+		n += llm.CountTokens(s)
+	}
+	return n
+}
+
+// TestDeliveryTokens: a Delivery holds what the provider reported for the answered
+// embeddings requests and an estimate of the inputs of each one whose delivery is
+// unknown, whatever became of the call: a batch that ran out of time is estimated whole
+// and its halves at what they reported, each retry sent has an estimate of its own, an
+// answer without usage is counted, a refusal adds nothing.
+func TestDeliveryTokens(t *testing.T) {
+	in := texts(4)
+	for _, tc := range []struct {
+		name      string
+		opts      llm.OpenAIOptions
+		handle    func(t *testing.T) func(int, http.ResponseWriter, *http.Request, []string)
+		ok        bool
+		answered  int
+		estimates []int
+	}{
+		{name: "split after a timeout", ok: true, answered: 4, estimates: []int{estimate(in)},
+			opts: llm.OpenAIOptions{BatchSize: 4, Timeout: 100 * time.Millisecond, MaxRetries: -1},
+			handle: func(*testing.T) func(int, http.ResponseWriter, *http.Request, []string) {
+				return func(n int, w http.ResponseWriter, r *http.Request, in []string) {
+					if n == 1 {
+						<-r.Context().Done()
+						return
+					}
+					answerEmbeddings(w, in) // usage: a token an input
+				}
+			}},
+		{name: "reset after the read, retried", estimates: []int{estimate(in), estimate(in)},
+			opts: llm.OpenAIOptions{MaxRetries: 1},
+			handle: func(t *testing.T) func(int, http.ResponseWriter, *http.Request, []string) {
+				return func(_ int, w http.ResponseWriter, _ *http.Request, _ []string) { resetAfterRead(t, w) }
+			}},
+		{name: "second half 503", answered: 2, estimates: []int{estimate(in[2:])},
+			opts: llm.OpenAIOptions{BatchSize: 2, MaxRetries: -1},
+			handle: func(*testing.T) func(int, http.ResponseWriter, *http.Request, []string) {
+				return func(n int, w http.ResponseWriter, _ *http.Request, in []string) {
+					if n == 2 {
+						answerStatus(w, 503, 0)
+						return
+					}
+					answerEmbeddings(w, in)
+				}
+			}},
+		{name: "no usage reported", ok: true, answered: estimate(in),
+			handle: func(*testing.T) func(int, http.ResponseWriter, *http.Request, []string) {
+				return func(_ int, w http.ResponseWriter, _ *http.Request, in []string) {
+					data := make([]map[string]any, len(in))
+					for i := range in {
+						data[i] = map[string]any{"object": "embedding", "index": i, "embedding": []float32{1, 0}}
+					}
+					w.Header().Set("Content-Type", "application/json")
+					_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data, "model": "m"})
+				}
+			}},
+		{name: "refused", handle: status(400)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newProvider(t, tc.handle(t))
+			outer, total := llm.Track(context.Background())
+			ctx, d := llm.Track(outer)
+			_, err := embedder(t, p.BaseURL(), tc.opts).Embed(ctx, in)
+			if (err == nil) != tc.ok {
+				t.Errorf("err %v", err)
+			}
+			for name, d := range map[string]*llm.Delivery{"inner": d, "outer": total} {
+				if got := d.AnsweredTokens(); got != tc.answered {
+					t.Errorf("%s: answered tokens %d, want %d", name, got, tc.answered)
+				}
+				if diff := cmp.Diff(tc.estimates, d.UnknownEstimates()); diff != "" {
+					t.Errorf("%s: estimates of the requests of unknown delivery (-want +got):\n%s", name, diff)
+				}
+			}
+		})
+	}
+	// A chat request of unknown delivery has an estimate of 0.
+	p := newProvider(t, func(_ int, w http.ResponseWriter, _ *http.Request, _ []string) { cutStream(t, w) })
+	ctx, d := llm.Track(context.Background())
+	if err := chatOnce(ctx, chatter(t, p.BaseURL(), -1), noDelta); err == nil {
+		t.Fatal("a cut stream succeeded")
+	}
+	if diff := cmp.Diff([]int{0}, d.UnknownEstimates()); diff != "" || d.AnsweredTokens() != 0 {
+		t.Errorf("chat: estimates (-want +got):\n%s, answered tokens %d", diff, d.AnsweredTokens())
+	}
 }

@@ -257,6 +257,7 @@ func (o *OpenAI) embedBatch(ctx context.Context, c *call, batch []string, sends 
 	}
 	for try := 1; ; try++ {
 		a := c.attempt()
+		a.inputs = batch
 		actx, cancel := context.WithTimeout(withAttempt(ctx, a), o.timeout)
 		resp, err := o.client.CreateEmbeddings(actx, req)
 		cancel()
@@ -265,6 +266,9 @@ func (o *OpenAI) embedBatch(ctx context.Context, c *call, batch []string, sends 
 			sends[i]++
 		}
 		err = sanitize(err, batch)
+		if err == nil {
+			a.tokens = promptTokens(resp.Usage, batch)
+		}
 		c.settle(a, err)
 		if err == nil {
 			return o.decode(resp, batch)
@@ -335,15 +339,20 @@ func (o *OpenAI) decode(resp openai.EmbeddingResponse, batch []string) ([][]floa
 		return nil, 0, fmt.Errorf("model %q returned %d-dimensional vectors after %d-dimensional ones",
 			o.model, want, o.learned.Load())
 	}
-	tokens := resp.Usage.PromptTokens
+	return vectors, promptTokens(resp.Usage, batch), nil
+}
+
+// promptTokens is what an answer to batch reported as its prompt tokens. Some servers
+// (llama.cpp, older Ollama) report no usage: then sitetools counts them, so that
+// budgets still see the spend.
+func promptTokens(u openai.Usage, batch []string) int {
+	tokens := u.PromptTokens
 	if tokens <= 0 {
-		// Some servers (llama.cpp, older Ollama) report no usage; count ourselves so that
-		// budgets still see the spend.
 		for _, t := range batch {
 			tokens += CountTokens(t)
 		}
 	}
-	return vectors, tokens, nil
+	return tokens
 }
 
 // backoff is the wait before retry number attempt (1-based): exponential with equal

@@ -37,6 +37,11 @@ func (s *Server) SetReset(on bool) {
 // arrivalKey is the context key of the prompt tokens a request was counted on arrival.
 type arrivalKey struct{}
 
+// cpuKey marks a request whose work ran on the simulated CPU, which counted it computed.
+type cpuKey struct{}
+
+func workedOnCPU(ctx context.Context) bool { on, _ := ctx.Value(cpuKey{}).(bool); return on }
+
 // arrivalTokens returns the prompt tokens gate counted for a request.
 func arrivalTokens(ctx context.Context) int {
 	n, _ := ctx.Value(arrivalKey{}).(int)
@@ -48,6 +53,9 @@ func arrivalTokens(ctx context.Context) int {
 // arrival, once, and the endpoint reports that count.
 func (s *Server) gate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// WaitComputing waits for the request from before it is counted anywhere.
+		s.working.Add(1)
+		defer s.working.Done()
 		s.calls.Add(1)
 		inputs := 0
 		if r.URL.Path == "/v1/embeddings" {
@@ -68,7 +76,7 @@ func (s *Server) gate(next http.Handler) http.Handler {
 		}
 		s.mu.Lock()
 		delay, apiKey, retryAfter, reset := s.delay, s.apiKey, s.retryAfter, s.reset
-		perInput, requestCap := s.perInput, s.requestCap
+		perInput, requestCap, keep := s.perInput, s.requestCap, s.keepComputing
 		status := s.failStatus
 		if status == 0 && s.failFirst > 0 {
 			s.failFirst--
@@ -84,9 +92,10 @@ func (s *Server) gate(next http.Handler) http.Handler {
 			return
 		}
 		if perInput > 0 && r.URL.Path == "/v1/embeddings" {
-			if !s.work(w, r, time.Duration(inputs)*perInput, requestCap) {
+			if !s.work(w, r, time.Duration(inputs)*perInput, requestCap, arrivalTokens(r.Context()), keep) {
 				return
 			}
+			r = r.WithContext(context.WithValue(r.Context(), cpuKey{}, true))
 		}
 		if apiKey != "" && r.Header.Get("Authorization") != "Bearer "+apiKey {
 			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "Incorrect API key provided.")

@@ -144,6 +144,41 @@ func TestServerDelayAbandoned(t *testing.T) {
 	}
 }
 
+// Under SetCPU, work whose client went away stops, and counts as computed only with
+// SetKeepComputing, where it runs to its end; an answered request counts either way.
+func TestServerKeepComputing(t *testing.T) {
+	body := map[string]any{"model": "m", "input": []string{"privacy policy", "day rate"}}
+	per := llm.CountTokens("privacy policy") + llm.CountTokens("day rate")
+	for _, keep := range []bool{false, true} {
+		srv := llmtest.NewServer(t, 32)
+		url := srv.BaseURL() + "/embeddings"
+		if status, _, _ := post(t, url, body); status != 200 || srv.ComputedTokens() != per {
+			t.Fatalf("keep %t: status %d, computed %d: want an answered request computed (%d)", keep, status, srv.ComputedTokens(), per)
+		}
+		srv.SetCPU(100*time.Millisecond, 0)
+		srv.SetKeepComputing(keep)
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() {
+			_, _, _, err := postRaw(ctx, url, body)
+			errc <- err
+		}()
+		waitFor(t, "the request did not arrive", func() bool { return srv.ReceivedTokens() == 2*per })
+		cancel()
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			t.Fatalf("keep %t: error %v, want context.Canceled", keep, err)
+		}
+		srv.WaitComputing()
+		want := per
+		if keep {
+			want = 2 * per
+		}
+		if srv.ComputedTokens() != want || srv.Tokens() != per {
+			t.Errorf("keep %t: computed %d, answered %d; want %d computed and %d answered", keep, srv.ComputedTokens(), srv.Tokens(), want, per)
+		}
+	}
+}
+
 // chatUsage posts a streaming chat request of messages and returns the status, headers
 // and the prompt tokens of the usage chunk (-1 without one).
 func chatUsage(ctx context.Context, srv *llmtest.ChatServer, messages ...string) (int, http.Header, int, error) {

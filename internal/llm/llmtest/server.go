@@ -31,6 +31,7 @@ type Server struct {
 	received atomic.Int64 // prompt tokens of every request received, counted on arrival
 	tokens   atomic.Int64 // prompt tokens of answered requests
 	inputs   atomic.Int64 // inputs of answered requests
+	computed atomic.Int64 // prompt tokens of requests whose work finished, answered or not
 
 	mu               sync.Mutex
 	embedders        map[int]*llm.Local // by dimension
@@ -47,11 +48,13 @@ type Server struct {
 	apiKey           string
 	perInput         time.Duration // CPU time one input takes; requests are served one at a time
 	requestCap       time.Duration // a request whose work takes longer is answered 504 after it
+	keepComputing    bool          // work runs to its end when nobody waits for it any more
 	texts            []string      // every input received, in order, when recordTexts
 	recordTexts      bool
 	vectors          map[string][]float32 // fixed answers for inputs containing a key
 
-	cpu sync.Mutex // held while a request's per-input work runs
+	cpu     sync.Mutex     // held while a request's per-input work runs
+	working sync.WaitGroup // requests being handled, and per-input work under way or waiting for the CPU
 }
 
 // NewServer starts a provider whose vectors have dims dimensions unless a request asks
@@ -151,6 +154,25 @@ func (s *Server) SetCPU(perInput, requestCap time.Duration) {
 	s.locked(func() { s.perInput, s.requestCap = perInput, requestCap })
 }
 
+// SetKeepComputing makes the work of SetCPU run to its end when its client has gone
+// away (its deadline passed, or a proxy answered 504), as Ollama's does: that work holds
+// the CPU meanwhile, so the requests after it wait, and its tokens count in
+// ComputedTokens. false (the default) stops such work at once.
+func (s *Server) SetKeepComputing(on bool) {
+	s.locked(func() { s.keepComputing = on })
+}
+
+// ComputedTokens is the number of prompt tokens of the embeddings requests whose work
+// the server finished: the answered ones, and under SetKeepComputing those computed for
+// a client that had gone away. Call WaitComputing first for a count that no work still
+// running will change.
+func (s *Server) ComputedTokens() int { return int(s.computed.Load()) }
+
+// WaitComputing waits until every request received so far has been answered or given
+// up, and no work of SetCPU runs or waits for the CPU. Call it once no more requests
+// arrive, e.g. after the client's call returned.
+func (s *Server) WaitComputing() { s.working.Wait() }
+
 // RecordTexts makes the server keep every input it receives from now on, for tests that
 // assert what a provider is sent (task prefixes).
 func (s *Server) RecordTexts() {
@@ -176,11 +198,12 @@ func (s *Server) SetVector(part string, v []float32) {
 	})
 }
 
-// work holds the server's one CPU for the time a request's inputs take. It reports
-// whether the request may be answered; if not it has written the proxy's 504, or the
-// client went away. Work nobody waits for any more stops, as a model server's does when
-// the proxy in front of it closes the connection.
-func (s *Server) work(w http.ResponseWriter, r *http.Request, d, limit time.Duration) bool {
+// work holds the server's one CPU for the time a request's inputs take, and counts the
+// request's tokens (arrival's count) in ComputedTokens when that time has passed. It
+// reports whether the request may be answered; if not it has written the proxy's 504, or
+// the client went away. Work nobody waits for any more stops, as a model server's does
+// when the proxy in front of it closes the connection, unless keep (SetKeepComputing).
+func (s *Server) work(w http.ResponseWriter, r *http.Request, d, limit time.Duration, tokens int, keep bool) bool {
 	var capped <-chan time.Time
 	if limit > 0 {
 		t := time.NewTimer(limit)
@@ -189,16 +212,24 @@ func (s *Server) work(w http.ResponseWriter, r *http.Request, d, limit time.Dura
 	}
 	done, abandoned := make(chan struct{}), make(chan struct{})
 	defer close(abandoned)
+	s.working.Add(1) // within the request's own count, which gate holds
 	go func() {
+		defer s.working.Done()
 		s.cpu.Lock()
 		defer s.cpu.Unlock()
 		t := time.NewTimer(d) // the simulated computation
 		defer t.Stop()
-		select {
-		case <-t.C:
-			close(done)
-		case <-abandoned:
+		if !keep {
+			select {
+			case <-t.C:
+			case <-abandoned:
+				return
+			}
+		} else {
+			<-t.C
 		}
+		s.computed.Add(int64(tokens))
+		close(done)
 	}()
 	select {
 	case <-done:
@@ -305,6 +336,9 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	tokens := arrivalTokens(r.Context())
 	if !omitUsage {
 		resp.Usage = &usage{PromptTokens: tokens, TotalTokens: tokens}
+	}
+	if !workedOnCPU(r.Context()) {
+		s.computed.Add(int64(tokens))
 	}
 	s.tokens.Add(int64(tokens))
 	s.inputs.Add(int64(len(inputs)))
