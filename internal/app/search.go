@@ -61,11 +61,12 @@ func NewIngester(cfg config.Embeddings, db *postgres.DB, logger *slog.Logger) (*
 		return nil, fmt.Errorf("embeddings: %w", err)
 	}
 	return &sitesearch.Ingester{
-		Index:     postgres.NewSiteIndex(db, embedder.Dimensions()),
-		Embedder:  embedder,
-		Ledger:    budget.NewLedger(db.Pool),
-		Prefixes:  cfg.Prefixes,
-		BatchSize: cfg.BatchSize,
+		Index:        postgres.NewSiteIndex(db, embedder.Dimensions()),
+		Embedder:     embedder,
+		Ledger:       budget.NewLedger(db.Pool),
+		PricePerMTok: cfg.PricePerMTok,
+		Prefixes:     cfg.Prefixes,
+		BatchSize:    cfg.BatchSize,
 	}, nil
 }
 

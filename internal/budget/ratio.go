@@ -2,9 +2,11 @@ package budget
 
 import (
 	"context"
+	"errors"
 	"math"
 	"sync"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sitetools/sitetools/internal/postgres/pgerr"
@@ -35,12 +37,16 @@ type ratios struct {
 // Size is what to reserve for one request of model whose input sitetools estimates at
 // estimate tokens: estimate × the learned ratio × RatioMargin, or × AssumedRatio before
 // the model's first report; never less than estimate.
-func (b *Budget) Size(model string, estimate int64) int64 {
-	k := b.Ratio(model)
-	if k == 0 {
+func (b *Budget) Size(model string, estimate int64) int64 { return SizeBy(b.Ratio(model), estimate) }
+
+// SizeBy is what a request that sitetools estimates at estimate tokens may cost with a
+// provider whose ratio of reported to estimated tokens is ratio (0: not known): estimate
+// × ratio × RatioMargin, or × AssumedRatio without a ratio; never less than estimate.
+// Reservations are sized so, and a request whose delivery is unknown is charged so.
+func SizeBy(ratio float64, estimate int64) int64 {
+	k := ratio * RatioMargin
+	if !(ratio > 0) || math.IsInf(ratio, 0) {
 		k = AssumedRatio
-	} else {
-		k *= RatioMargin
 	}
 	return max(int64(math.Ceil(k*float64(estimate))), estimate)
 }
@@ -142,6 +148,22 @@ func StoreRatio(ctx context.Context, pool *pgxpool.Pool, kind, model string, rat
 	_, err := pool.Exec(ctx, `INSERT INTO provider_ratios (kind, model, ratio) VALUES ($1, $2, $3)
 		ON CONFLICT (kind, model) DO UPDATE SET ratio = EXCLUDED.ratio, updated_at = now()`, kind, model, ratio)
 	return pgerr.Wrap("budget.StoreRatio", err)
+}
+
+// StoredRatio is the ratio StoreRatio last recorded for kind and model; 0 when none is.
+func StoredRatio(ctx context.Context, pool *pgxpool.Pool, kind, model string) (float64, error) {
+	var k float64
+	err := pool.QueryRow(ctx, `SELECT ratio FROM provider_ratios WHERE kind = $1 AND model = $2`, kind, model).Scan(&k)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return k, pgerr.Wrap("budget.StoredRatio", err)
+}
+
+// StoredRatio is the ratio stored for kind and model in the ledger's database (see
+// StoredRatio); 0 when none is.
+func (l *Ledger) StoredRatio(ctx context.Context, kind, model string) (float64, error) {
+	return StoredRatio(ctx, l.pool, kind, model)
 }
 
 // Ratio is the learned ratio of reported to estimated tokens for model; 0 before its

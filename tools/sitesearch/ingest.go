@@ -27,6 +27,8 @@ type Ingester struct {
 	// BatchSize is how many chunks one embedding call carries (default 32). Pages share
 	// calls: every call of a run but its last is full.
 	BatchSize int
+	// PricePerMTok prices the ledger's rows (USD per million tokens); 0: not priced.
+	PricePerMTok float64
 	// Reindex drops the whole index first: needed to change model or dimension.
 	Reindex bool
 	// Partial says the walk yields some of the source's pages, not all: Sync then removes
@@ -65,12 +67,20 @@ type IngestStats struct {
 	// Estimated is sitetools' own count of the tokens embedded: the ratio of Tokens to
 	// it sizes the query budget's reservations (budget.StoreRatio).
 	Estimated int
+	// Unknown is what the ledger charged, beyond Tokens, for requests that may have
+	// reached the provider without an answer (given up at their deadline, a broken
+	// connection, a 5xx), each sized as the query path sizes a reservation.
+	Unknown int
 }
 
 func (s IngestStats) String() string {
+	tokens := fmt.Sprintf("%d tokens", s.Tokens)
+	if s.Unknown > 0 {
+		tokens += fmt.Sprintf(", and %d charged for requests given up on", s.Unknown)
+	}
 	return fmt.Sprintf("%d pages: %d added, %d updated, %d unchanged, %d removed, %d failed; "+
-		"%d chunks embedded in %d calls (%d tokens), %d reused; %d not fetched (sitemap lastmod), %d not modified (304), %d bytes fetched",
-		s.Pages, s.Added, s.Updated, s.Unchanged, s.Removed, s.Failed, s.ChunksEmbedded, s.EmbedCalls, s.Tokens, s.ChunksReused,
+		"%d chunks embedded in %d calls (%s), %d reused; %d not fetched (sitemap lastmod), %d not modified (304), %d bytes fetched",
+		s.Pages, s.Added, s.Updated, s.Unchanged, s.Removed, s.Failed, s.ChunksEmbedded, s.EmbedCalls, tokens, s.ChunksReused,
 		s.Skipped, s.NotModified, s.BytesFetched)
 }
 

@@ -31,6 +31,10 @@ type batcher struct {
 	// asked about them alone.
 	fresh   bool
 	written map[string]bool
+	// storedRatio is the provider's token ratio stored for the model (budget.StoreRatio),
+	// once read (ratioRead): it scales the charge of a request whose delivery is unknown.
+	storedRatio float64
+	ratioRead   bool
 }
 
 type queuedChunk struct{ hash, text string }
@@ -186,36 +190,31 @@ func (b *batcher) embed(ctx context.Context, n int) error {
 	for i, q := range next {
 		texts[i] = q.text
 	}
-	res, err := b.in.Embedder.Embed(ctx, texts)
+	callCtx, delivery := llm.Track(ctx)
+	res, err := b.in.Embedder.Embed(callCtx, texts)
 	if err == nil {
 		b.st.EmbedCalls += max(res.Requests, 1)
+		// Counted first: the answer's ratio of reported to estimated tokens sizes the
+		// charge of its requests given up on.
+		b.st.Tokens += res.Tokens
+		if res.Counted {
+			b.st.Estimated += res.Tokens
+		} else {
+			for _, t := range texts {
+				b.st.Estimated += llm.CountTokens(t)
+			}
+		}
 	} else {
 		b.st.EmbedCalls++
 	}
-	if b.in.Ledger != nil {
-		e := budget.Entry{Kind: "embedding", Channel: "ingest", Tool: "ingest", Model: b.in.Embedder.Model(), Outcome: "ok"}
-		if err != nil {
-			e.Outcome = "error"
-		} else {
-			e.Tokens = res.Tokens
-		}
-		if lerr := b.in.Ledger.Record(ctx, e); lerr != nil && err == nil {
-			return lerr
-		}
+	if lerr := b.charge(ctx, res, err, delivery); lerr != nil && err == nil {
+		return lerr
 	}
 	if err != nil {
 		return fmt.Errorf("embedding: %w", err)
 	}
 	if len(res.Vectors) != n {
 		return fmt.Errorf("embedding: %d vectors for %d texts", len(res.Vectors), n)
-	}
-	b.st.Tokens += res.Tokens
-	if res.Counted {
-		b.st.Estimated += res.Tokens
-	} else {
-		for _, t := range texts {
-			b.st.Estimated += llm.CountTokens(t)
-		}
 	}
 	b.st.ChunksEmbedded += n
 	if b.in.Progress != nil {
@@ -238,6 +237,71 @@ func (b *batcher) embed(ctx context.Context, n int) error {
 		}
 	}
 	return nil
+}
+
+// charge writes the ledger rows of one embedding call (res and err are its outcome, d
+// its requests) as the query path charges its own: what the provider answered at the
+// tokens it reported (budget.OutcomeOK), and every request that may have reached it
+// without an answer that settles it — given up at EMBEDDINGS_INGEST_TIMEOUT and sent
+// again in halves, its connection broken after it was written, a 5xx — a row of its own
+// (budget.OutcomeUnknown), sized as the query path sizes a reservation
+// (budget.SizeBy): sitetools' estimate of its inputs times the provider's token ratio
+// and budget.RatioMargin, or budget.AssumedRatio while no ratio is known. A model server
+// computes what it received, and a provider bills it, whether anyone still waits for
+// the answer or not. A call that reached no provider, or that it refused, is one row of
+// no tokens (budget.OutcomeError).
+func (b *batcher) charge(ctx context.Context, res *llm.Embeddings, err error, d *llm.Delivery) error {
+	var rows []budget.Entry
+	switch {
+	case err == nil:
+		rows = append(rows, b.entry(res.Tokens, budget.OutcomeOK))
+	case d.Answered() > 0: // the parts of a split batch answered before another part failed
+		rows = append(rows, b.entry(d.AnsweredTokens(), budget.OutcomeOK))
+	}
+	if estimates := d.UnknownEstimates(); len(estimates) > 0 {
+		k := b.ratio(ctx)
+		for _, e := range estimates {
+			tokens := int(budget.SizeBy(k, int64(e)))
+			b.st.Unknown += tokens
+			rows = append(rows, b.entry(tokens, budget.OutcomeUnknown))
+		}
+	}
+	if len(rows) == 0 {
+		rows = append(rows, b.entry(0, budget.OutcomeError))
+	}
+	if b.in.Ledger == nil {
+		return nil
+	}
+	var first error
+	for _, e := range rows {
+		if lerr := b.in.Ledger.Record(ctx, e); lerr != nil && first == nil {
+			first = lerr
+		}
+	}
+	return first
+}
+
+// entry is a ledger row of the ingest's embedding calls.
+func (b *batcher) entry(tokens int, outcome string) budget.Entry {
+	return budget.Entry{Kind: "embedding", Channel: "ingest", Tool: "ingest", Model: b.in.Embedder.Model(),
+		Tokens: tokens, CostUSD: float64(tokens) * b.in.PricePerMTok / 1e6, Outcome: outcome}
+}
+
+// ratio is how many tokens the provider counts for each token of sitetools' estimate:
+// what this run's answers reported so far, the call being charged included, or before
+// the first, what is stored for the model (by an earlier ingest, or the replicas'
+// queries); 0 while neither is known.
+func (b *batcher) ratio(ctx context.Context) float64 {
+	if b.st.Tokens > 0 && b.st.Estimated > 0 {
+		return float64(b.st.Tokens) / float64(b.st.Estimated)
+	}
+	if !b.ratioRead && b.in.Ledger != nil {
+		// A failed read is tried again at the next charge; meanwhile none is known.
+		if k, err := b.in.Ledger.StoredRatio(ctx, "embedding", b.in.Embedder.Model()); err == nil {
+			b.storedRatio, b.ratioRead = k, true
+		}
+	}
+	return b.storedRatio
 }
 
 // store hands a page whose chunks all have their vectors over to the writer.
