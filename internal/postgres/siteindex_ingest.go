@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/sitetools/sitetools/tools/sitesearch"
@@ -44,16 +45,36 @@ func (s *SiteIndex) KeepPage(ctx context.Context, url, source string, v sitesear
 	return Wrap("postgres.SiteIndex.KeepPage", err)
 }
 
-// RemovePages removes the pages of urls, of any source, and returns how many it held.
+// RemovePages removes the pages of urls, of any source, and returns how many it held; the
+// vocabulary loses their chunks' words in the same transaction. The pages are locked
+// first, in order, and only they are removed: a write of one of them under way has ended
+// by then and its chunks are the ones counted, and a page first written meanwhile stays.
 func (s *SiteIndex) RemovePages(ctx context.Context, urls []string) (int, error) {
 	if len(urls) == 0 {
 		return 0, nil
 	}
-	tag, err := s.db.Pool.Exec(ctx, `DELETE FROM pages WHERE url = ANY($1)`, urls)
+	var removed int
+	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT id FROM pages WHERE url = ANY($1) ORDER BY url FOR UPDATE`, urls)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		batch := &pgx.Batch{}
+		queueVocabularyChange(batch, `SELECT context, body FROM chunks WHERE page_id = ANY($1)`, noChunks, ids)
+		batch.Queue(`DELETE FROM pages WHERE id = ANY($1)`, ids).Exec(func(tag pgconn.CommandTag) error {
+			removed = int(tag.RowsAffected())
+			return nil
+		})
+		return tx.SendBatch(ctx, batch).Close()
+	})
 	if err != nil {
 		return 0, Wrap("postgres.SiteIndex.RemovePages", err)
 	}
-	return int(tag.RowsAffected()), nil
+	return removed, nil
 }
 
 // validatorArgs are v's columns: NULL for what is not known.
@@ -73,8 +94,11 @@ func validatorArgs(v sitesearch.Validators) (etag, lastModified *string, lastmod
 // PutPage stores a page, replaces its chunks and records the index's model, all or
 // nothing, in one round trip: the statements of a batch run in one implicit transaction.
 // So a first ingest that fails before its first page leaves no model behind. (A batch,
-// not COPY: regconfig has no binary input from text.)
-func (s *SiteIndex) PutPage(ctx context.Context, m sitesearch.IndexModel, p sitesearch.PageRecord, chunks []sitesearch.ChunkRecord) error {
+// not COPY: regconfig has no binary input from text.) With vocabulary, the vocabulary
+// loses the words of the chunks replaced and gains those of the new ones in the same
+// transaction, after the page's row is locked: a write of the same page beside it has
+// ended, and its chunks are the ones counted.
+func (s *SiteIndex) PutPage(ctx context.Context, m sitesearch.IndexModel, p sitesearch.PageRecord, chunks []sitesearch.ChunkRecord, vocabulary bool) error {
 	batch := &pgx.Batch{}
 	etag, lastModified, lastmod := validatorArgs(p.Validators)
 	batch.Queue(`INSERT INTO pages (url, path, title, lang, body, content_hash, source, etag, last_modified, lastmod)
@@ -83,17 +107,21 @@ func (s *SiteIndex) PutPage(ctx context.Context, m sitesearch.IndexModel, p site
 			content_hash = EXCLUDED.content_hash, source = EXCLUDED.source, etag = EXCLUDED.etag,
 			last_modified = EXCLUDED.last_modified, lastmod = EXCLUDED.lastmod, updated_at = now()`,
 		p.URL, p.Path, p.Title, p.Lang, p.Body, p.Hash, p.Source, etag, lastModified, lastmod)
+	n := len(chunks)
+	ords, headings, anchors, bodies := make([]int32, n), make([]string, n), make([]string, n), make([]string, n)
+	hashes, configs, contexts, vectors := make([]string, n), make([]string, n), make([]string, n), make([]pgvector.Vector, n)
+	for i, c := range chunks {
+		ords[i], headings[i], anchors[i], bodies[i] = int32(c.Ord), c.Heading, c.Anchor, c.Text
+		hashes[i], configs[i], contexts[i], vectors[i] = c.Hash, c.TSConfig, c.Context, pgvector.NewVector(c.Vector)
+	}
+	if vocabulary {
+		queueVocabularyChange(batch, `SELECT context, body FROM chunks WHERE page_id = (SELECT id FROM pages WHERE url = $1)`,
+			`SELECT * FROM unnest($2::text[], $3::text[])`, p.URL, contexts, bodies)
+	}
 	batch.Queue(`DELETE FROM chunks WHERE page_id = (SELECT id FROM pages WHERE url = $1)`, p.URL)
-	if len(chunks) > 0 {
+	if n > 0 {
 		// One statement for the page's chunks, not one a chunk: most of the cost of a short
 		// INSERT is starting and ending it.
-		n := len(chunks)
-		ords, headings, anchors, bodies := make([]int32, n), make([]string, n), make([]string, n), make([]string, n)
-		hashes, configs, contexts, vectors := make([]string, n), make([]string, n), make([]string, n), make([]pgvector.Vector, n)
-		for i, c := range chunks {
-			ords[i], headings[i], anchors[i], bodies[i] = int32(c.Ord), c.Heading, c.Anchor, c.Text
-			hashes[i], configs[i], contexts[i], vectors[i] = c.Hash, c.TSConfig, c.Context, pgvector.NewVector(c.Vector)
-		}
 		batch.Queue(`INSERT INTO chunks (page_id, ord, heading, anchor, body, content_hash, ts_config, context, embedding)
 			SELECT (SELECT id FROM pages WHERE url = $1), u.ord, u.heading, u.anchor, u.body, u.hash, u.config::regconfig, u.context, u.embedding
 			FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::vector[])

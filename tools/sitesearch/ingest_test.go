@@ -89,7 +89,7 @@ type overlapIndex struct {
 	once   sync.Once
 }
 
-func (x *overlapIndex) PutPage(ctx context.Context, m sitesearch.IndexModel, p sitesearch.PageRecord, chunks []sitesearch.ChunkRecord) error {
+func (x *overlapIndex) PutPage(ctx context.Context, m sitesearch.IndexModel, p sitesearch.PageRecord, chunks []sitesearch.ChunkRecord, vocabulary bool) error {
 	x.mu.Lock()
 	x.calls++
 	x.active++
@@ -105,7 +105,7 @@ func (x *overlapIndex) PutPage(ctx context.Context, m sitesearch.IndexModel, p s
 		case <-time.After(10 * time.Second):
 		}
 	}
-	err := x.Index.PutPage(ctx, m, p, chunks)
+	err := x.Index.PutPage(ctx, m, p, chunks, vocabulary)
 	x.mu.Lock()
 	x.active--
 	x.mu.Unlock()
@@ -148,11 +148,11 @@ type failingIndex struct {
 
 var errWriteRefused = errors.New("write refused")
 
-func (x *failingIndex) PutPage(ctx context.Context, m sitesearch.IndexModel, p sitesearch.PageRecord, chunks []sitesearch.ChunkRecord) error {
+func (x *failingIndex) PutPage(ctx context.Context, m sitesearch.IndexModel, p sitesearch.PageRecord, chunks []sitesearch.ChunkRecord, vocabulary bool) error {
 	if x.calls.Add(1) == 3 {
 		return errWriteRefused
 	}
-	return x.Index.PutPage(ctx, m, p, chunks)
+	return x.Index.PutPage(ctx, m, p, chunks, vocabulary)
 }
 
 // TestIngestWriteFailure: a page that cannot be written ends the run with its error, and

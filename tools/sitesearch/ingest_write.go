@@ -24,6 +24,10 @@ type writer struct {
 	pages chan *pendingPage
 	wg    sync.WaitGroup // the writers' goroutines
 
+	// vocabulary: each write keeps the index's vocabulary (Ingester.pageVocabulary). Set
+	// before the first put, which orders it before the writers read it.
+	vocabulary bool
+
 	mu       sync.Mutex
 	err      error                     // the first failed write
 	inflight map[string]inflightVector // by content hash
@@ -46,7 +50,7 @@ func (w *writer) run(ctx context.Context) {
 	for p := range w.pages {
 		var err error
 		if w.failed() == nil {
-			if err = w.index.PutPage(ctx, w.model, p.page, p.records); err != nil {
+			if err = w.index.PutPage(ctx, w.model, p.page, p.records, w.vocabulary); err != nil {
 				err = fmt.Errorf("%s: %w", p.page.Path, err)
 			}
 		}

@@ -33,16 +33,22 @@ type Index interface {
 	// close to it (a word with none close is left out), and with none each word that needs
 	// no correcting: one it holds, in any form, or a stop word.
 	Candidates(ctx context.Context, words []string) (map[string][]Candidate, error)
-	// RebuildVocabulary makes the words Candidates knows those of the pages held now.
+	// RebuildVocabulary makes the words Candidates knows those of the pages held now, from
+	// every chunk: what a full sync does once at its end.
 	RebuildVocabulary(ctx context.Context) error
 	// StoredVectors returns the embedding held for each of the content hashes it knows.
 	StoredVectors(ctx context.Context, hashes []string) (map[string][]float32, error)
 	// PutPage stores a page and replaces its chunks, and records m as the index's model,
 	// all or nothing: an index never holds a model without a page of it, or the reverse.
-	PutPage(ctx context.Context, m IndexModel, p PageRecord, chunks []ChunkRecord) error
-	// RemoveOthers removes the pages of source not in keep and returns how many.
+	// With vocabulary, the words Candidates knows follow the page's chunks in the same
+	// transaction (a partial sync); without, they wait for RebuildVocabulary.
+	PutPage(ctx context.Context, m IndexModel, p PageRecord, chunks []ChunkRecord, vocabulary bool) error
+	// RemoveOthers removes the pages of source not in keep and returns how many. The
+	// words Candidates knows wait for RebuildVocabulary: a full sync's step, which ends
+	// with it.
 	RemoveOthers(ctx context.Context, source string, keep []string) (int, error)
-	// RemovePages removes the pages of urls, of any source, and returns how many it held.
+	// RemovePages removes the pages of urls, of any source, and returns how many it held;
+	// the words Candidates knows lose theirs in the same transaction.
 	RemovePages(ctx context.Context, urls []string) (int, error)
 }
 
