@@ -36,7 +36,7 @@ func newChat(cfg config.Chat, logger *slog.Logger) (assistant.Provider, string, 
 	if cfg.LLMBaseURL == "" {
 		return nil, persona, nil
 	}
-	chat, err := llm.NewChat(llm.ChatOptions{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.LLMModel, Logger: logger})
+	chat, err := llm.NewChat(llm.ChatOptions{BaseURL: cfg.LLMBaseURL, BaseURLSetting: "LLM_BASE_URL", APIKey: cfg.LLMAPIKey, Model: cfg.LLMModel, Logger: logger})
 	if err != nil {
 		return nil, "", fmt.Errorf("chat: %w", err)
 	}

@@ -37,12 +37,13 @@ func NewEmbedder(cfg config.Embeddings, use EmbedderUse, logger *slog.Logger) (l
 	switch cfg.Provider {
 	case "openai":
 		opts := llm.OpenAIOptions{
-			BaseURL:    cfg.BaseURL,
-			APIKey:     cfg.APIKey,
-			Model:      cfg.Model,
-			Dimensions: cfg.Dimensions,
-			Timeout:    2 * cfg.Timeout,
-			Logger:     logger,
+			BaseURL:        cfg.BaseURL,
+			BaseURLSetting: "EMBEDDINGS_BASE_URL",
+			APIKey:         cfg.APIKey,
+			Model:          cfg.Model,
+			Dimensions:     cfg.Dimensions,
+			Timeout:        2 * cfg.Timeout,
+			Logger:         logger,
 		}
 		if use == ForIngest {
 			opts.Timeout, opts.BatchSize = cfg.IngestTimeout, cfg.BatchSize

@@ -74,6 +74,9 @@ type ChatOptions struct {
 	// BaseURL is the API root including its version, e.g. "http://localhost:11434/v1"
 	// for Ollama; required.
 	BaseURL string
+	// BaseURLSetting is how the configuration names BaseURL, e.g. "LLM_BASE_URL": the
+	// error of a 404 under a base URL without /v1 says what to set it to.
+	BaseURLSetting string
 	// APIKey is sent as a bearer token; empty sends none (local servers).
 	APIKey string
 	// Model is the chat model; required.
@@ -94,9 +97,10 @@ type ChatOptions struct {
 // endpoint: OpenAI, Ollama, vLLM, llama.cpp server, LiteLLM. It is safe for concurrent
 // use. Deadlines come from the caller's context.
 type Chat struct {
-	client *openai.Client
-	model  string
-	retry  retryPolicy
+	client   *openai.Client
+	model    string
+	retry    retryPolicy
+	endpoint endpoint
 }
 
 // NewChat returns a client for opts. It does not contact the provider.
@@ -113,7 +117,8 @@ func NewChat(opts ChatOptions) (*Chat, error) {
 		model: opts.Model,
 		retry: retryPolicy{max: retries(opts.MaxRetries, 1), log: orDiscard(opts.Logger), what: "chat request", model: opts.Model,
 			backoff: func(attempt int) time.Duration { return time.Duration(attempt) * 500 * time.Millisecond }},
-		client: newClient(opts.APIKey, opts.BaseURL, opts.HTTPClient),
+		client:   newClient(opts.APIKey, opts.BaseURL, opts.HTTPClient),
+		endpoint: newEndpoint(u, opts.BaseURLSetting),
 	}, nil
 }
 
@@ -176,7 +181,7 @@ func (c *Chat) open(ctx context.Context, cl *call, oreq openai.ChatCompletionReq
 			stop = c.retry.wait(ctx, attempt, wait, err)
 		}
 		if stop != nil {
-			return nil, fmt.Errorf("llm.Chat.Stream: %w", stop)
+			return nil, fmt.Errorf("llm.Chat.Stream: %w", c.endpoint.explain(stop, "/chat/completions"))
 		}
 	}
 }

@@ -24,6 +24,9 @@ type OpenAIOptions struct {
 	// BaseURL is the API root including its version, e.g. "http://localhost:11434/v1"
 	// for Ollama. Default "https://api.openai.com/v1".
 	BaseURL string
+	// BaseURLSetting is how the configuration names BaseURL, e.g. "EMBEDDINGS_BASE_URL":
+	// the error of a 404 under a base URL without /v1 says what to set it to.
+	BaseURLSetting string
 	// APIKey is sent as a bearer token; empty sends none (local servers).
 	APIKey string
 	// Model is the embedding model; required.
@@ -81,6 +84,7 @@ type OpenAI struct {
 	retry     retryPolicy
 	size      atomic.Int64 // inputs per request: BatchSize, less after a request of it ran out of time
 	base, max time.Duration
+	endpoint  endpoint
 }
 
 var _ Embedder = (*OpenAI)(nil)
@@ -108,12 +112,13 @@ func NewOpenAI(opts OpenAIOptions) (*OpenAI, error) {
 		return nil, fmt.Errorf("llm.NewOpenAI: batch size must be between 1 and %d, got %d", maxBatchSize, opts.BatchSize)
 	}
 	o := &OpenAI{
-		model:   opts.Model,
-		dims:    opts.Dimensions,
-		timeout: cmpOr(opts.Timeout, DefaultTimeout),
-		base:    cmpOr(opts.BaseBackoff, defaultBaseBackoff),
-		max:     cmpOr(opts.MaxBackoff, defaultMaxBackoff),
-		client:  newClient(opts.APIKey, opts.BaseURL, opts.HTTPClient),
+		model:    opts.Model,
+		dims:     opts.Dimensions,
+		timeout:  cmpOr(opts.Timeout, DefaultTimeout),
+		base:     cmpOr(opts.BaseBackoff, defaultBaseBackoff),
+		max:      cmpOr(opts.MaxBackoff, defaultMaxBackoff),
+		client:   newClient(opts.APIKey, opts.BaseURL, opts.HTTPClient),
+		endpoint: newEndpoint(u, opts.BaseURLSetting),
 	}
 	o.size.Store(int64(cmpOr(opts.BatchSize, DefaultBatchSize)))
 	o.retry = retryPolicy{max: retries(opts.MaxRetries, DefaultMaxRetries), backoff: o.backoff,
@@ -213,7 +218,7 @@ func (o *OpenAI) Embed(ctx context.Context, texts []string) (*Embeddings, error)
 			continue
 		}
 		if err != nil {
-			return nil, c.finish(fmt.Errorf("llm.OpenAI.Embed: %w", err))
+			return nil, c.finish(fmt.Errorf("llm.OpenAI.Embed: %w", o.endpoint.explain(err, "/embeddings")))
 		}
 		out.Vectors = append(out.Vectors, vectors...)
 		out.Tokens += tokens
