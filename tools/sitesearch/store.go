@@ -3,6 +3,7 @@ package sitesearch
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -107,17 +108,45 @@ type ErrModelMismatch struct {
 }
 
 func (e *ErrModelMismatch) Error() string {
-	what, keep := "the model", ""
-	if e.Have.Name == e.Want.Name && e.Have.Dimensions == e.Want.Dimensions {
-		what = "the task prefixes (EMBEDDINGS_QUERY_PREFIX, EMBEDDINGS_DOCUMENT_PREFIX)"
-		if e.Have.QueryPrefix == "" && e.Have.DocumentPrefix == "" {
-			// An index built before prefixes, or without them on purpose.
-			keep = "; to keep this index as it is, set EMBEDDINGS_QUERY_PREFIX=none and EMBEDDINGS_DOCUMENT_PREFIX=none"
-		}
+	have, want := e.Have, e.Want
+	sameModel := have.Name == want.Name && have.Dimensions == want.Dimensions
+	samePrefixes := have.QueryPrefix == want.QueryPrefix && have.DocumentPrefix == want.DocumentPrefix
+	var b strings.Builder
+	what := "the model"
+	if sameModel {
+		what = "the task prefixes"
+		fmt.Fprintf(&b, "the search index holds embeddings of %s (%d dimensions) made with other task prefixes than this configuration's",
+			have.Name, have.Dimensions)
+	} else {
+		fmt.Fprintf(&b, "the search index holds embeddings of %s (%d dimensions), but this configuration uses %s (%d dimensions)",
+			have.Name, have.Dimensions, want.Name, want.Dimensions)
 	}
-	return fmt.Sprintf("the search index holds embeddings of %s, but this configuration uses %s; "+
-		"vectors made otherwise cannot be compared: re-ingest the site with `sitetools ingest --reindex ...` to change %s, or configure what the index was built with%s",
-		e.Have, e.Want, what, keep)
+	if !samePrefixes {
+		// Both pairs, always: a prefix left empty is as much part of the index as one set.
+		fmt.Fprintf(&b, "; the index's: %s; the configuration's (EMBEDDINGS_QUERY_PREFIX, EMBEDDINGS_DOCUMENT_PREFIX): %s",
+			prefixPair(have), prefixPair(want))
+	}
+	fmt.Fprintf(&b, "; vectors made otherwise cannot be compared: re-ingest the site with `sitetools ingest --reindex ...` to change %s, "+
+		"or configure what the index was built with", what)
+	if sameModel {
+		fmt.Fprintf(&b, " (EMBEDDINGS_QUERY_PREFIX=%s EMBEDDINGS_DOCUMENT_PREFIX=%s keeps this index as it is)",
+			prefixSetting(have.QueryPrefix), prefixSetting(have.DocumentPrefix))
+	}
+	return b.String()
+}
+
+// prefixPair names a model's two task prefixes, "none" for one left empty.
+func prefixPair(m IndexModel) string {
+	return "query prefix " + prefixSetting(m.QueryPrefix) + " and document prefix " + prefixSetting(m.DocumentPrefix)
+}
+
+// prefixSetting is a prefix as its setting takes it: "none" for no prefix, otherwise
+// quoted, a line break as \n.
+func prefixSetting(p string) string {
+	if p == "" {
+		return "none"
+	}
+	return strconv.Quote(p)
 }
 
 // Hit is one search result: the best chunk of one page.
