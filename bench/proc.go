@@ -108,19 +108,26 @@ func (p *proc) removeLog() {
 
 // cpu is the process's user and system CPU time so far, all its threads.
 func (p *proc) cpu() time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
-	if err != nil {
-		return 0
+	d, _ := pidCPU(p.cmd.Process.Pid)
+	return d
+}
+
+// pidCPU is the user and system CPU time so far of the process pid on this machine (a
+// PostgreSQL backend too), in clock ticks; false when /proc does not tell.
+func pidCPU(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil || pid <= 0 {
+		return 0, false
 	}
 	// The command name, in parentheses, may hold spaces: fields are counted after it.
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	if len(f) < 13 {
-		return 0
+		return 0, false
 	}
 	utime, _ := strconv.ParseInt(f[11], 10, 64)
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / clockTicks
+	return time.Duration(utime+stime) * time.Second / clockTicks, true
 }
 
 // memory returns a field of /proc/PID/status in bytes: VmHWM (peak resident set) or

@@ -302,7 +302,7 @@ func scaleFinished(env sectionEnv, name string, failed bool) {
 		scaleShared.done = map[string]bool{}
 	}
 	scaleShared.done[name] = true
-	for _, n := range []string{scaleIngestName, scaleSearchName} {
+	for _, n := range []string{scaleIngestName, scaleSearchName, upkeepName} {
 		if env.s.run.MatchString(n) && !scaleShared.done[n] && !failed {
 			return
 		}

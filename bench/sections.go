@@ -22,6 +22,7 @@ var sections = []section{
 	{name: flightName, run: runFlight},
 	{name: scaleIngestName, run: runScaleIngest},
 	{name: scaleSearchName, run: runScaleSearch},
+	{name: upkeepName, run: runUpkeep},
 }
 
 // sectionEnv is what a section may use: the settings, the benchmarked database's

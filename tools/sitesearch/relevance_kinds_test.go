@@ -379,8 +379,8 @@ const searchNotes = `## What the search does with a visitor's words
 
 - **Typos.** A query word of four or more letters that no chunk holds, in no form the
   English or German stemmer knows, and that is no stop word of either language, is looked up
-  in the index's own vocabulary (` + "`search_vocabulary`" + `, rebuilt by ingest when pages
-  change): the closest word with the same first letter, at most one edit away for words of
+  in the index's own vocabulary (` + "`search_vocabulary`" + `, rebuilt by a full ingest, kept page by
+  page by a publish hook's): the closest word with the same first letter, at most one edit away for words of
   up to seven letters and two for longer ones (a swap of two neighbours is one edit), by
   trigram similarity, then by how common it is. The corrected word is searched for beside
   the query, in both legs, and the result says so (` + "`" + `"corrected": {"acessibility": "accessibility"}` + "`" + `).
