@@ -32,7 +32,7 @@ demo: build
 ## its log is in .browser-setup.log.
 test: build
 	@url=$$($(PG) start) && \
-	  deploy/dev/proxies.sh && \
+	  deploy/dev/proxies.sh && deploy/dev/php.sh && \
 	  { deploy/dev/browser.sh >.browser-setup.log 2>&1 & browser=$$!; } && \
 	  $(GO) vet ./... && (cd deploy && $(GO) vet ./...) && \
 	  TEST_DATABASE_URL=$$url $(GO) test -race -count=1 -timeout 15m ./... && \

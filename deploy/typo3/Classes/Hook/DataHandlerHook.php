@@ -34,6 +34,9 @@ final class DataHandlerHook
 
     private bool $all = false;
 
+    /** @var array<string, true> the URLs this request has sent, as keys */
+    private array $sent = [];
+
     private bool $shutdownRegistered = false;
 
     public function __construct(
@@ -103,9 +106,11 @@ final class DataHandlerHook
 
     /**
      * After a cache was cleared. A page's cache (the page module's "Clear cache", or
-     * TCEMAIN.clearCacheCmd of a save): that page in every language. Every page's cache
-     * ("Flush frontend caches", "Flush all caches"): the whole site, if reindexOnFlush.
-     * A record's own cache entries are the save's, which the hooks above have.
+     * TCEMAIN.clearCacheCmd = <page uid> of a save): that page in every language. Every
+     * page's cache ("Flush frontend caches", "Flush all caches"): the whole site, if
+     * reindexOnFlush. Every page's cache cleared by a save (TCEMAIN.clearCacheCmd = pages
+     * or all): see clearedBySave. A record's own cache entries are the save's, which the
+     * hooks above have.
      *
      * @param array<string, mixed> $params
      */
@@ -123,7 +128,13 @@ final class DataHandlerHook
             } catch (\Throwable) {
                 return;
             }
-        } elseif (in_array($command, ['pages', 'all'], true) && $this->configuration->reindexOnFlush) {
+        } elseif (!in_array($command, ['pages', 'all'], true)) {
+            return;
+        } elseif ($dataHandler instanceof DataHandler && $this->isSave($dataHandler)) {
+            if (!$this->clearedBySave($dataHandler)) {
+                return;
+            }
+        } elseif ($this->configuration->reindexOnFlush) {
             $this->all = true;
         } else {
             return;
@@ -150,6 +161,7 @@ final class DataHandlerHook
                 $this->client->reindexAll();
             } elseif ($urls !== []) {
                 $this->client->reindexUrls(array_map('strval', $urls));
+                $this->sent += array_fill_keys($urls, true);
             }
         } catch (\Throwable) {
             // The client logs and returns its failures; nothing may reach the editor.
@@ -168,6 +180,80 @@ final class DataHandlerHook
         } catch (\Throwable) {
             // A page without a site, a broken route enhancer: no URL to send.
         }
+    }
+
+    /** Whether the DataHandler run saved or changed records: a cache clear in it is the save's. */
+    private function isSave(DataHandler $dataHandler): bool
+    {
+        return $dataHandler->datamap !== [] || $dataHandler->cmdmap !== [];
+    }
+
+    /**
+     * Every page's cache cleared by a save, TCEMAIN.clearCacheCmd = pages (or all) in the
+     * page TSconfig of the records saved: TYPO3 runs it once the save's records are written,
+     * and says no more than "every page". What a visitor sees changed only where those
+     * records are shown, so the hook sends their pages, not the whole site: the pages and
+     * content elements are sent already (processDatamap_afterAllOperations,
+     * processCmdmap_afterFinish); a record of another table is sent with the page it is
+     * stored on (an image's reference, a plugin's record on its page). Only a record
+     * stored where no visitor goes (a folder of news or products) is shown on pages that
+     * TYPO3 does not name: for it, the whole site, if reindexOnFlush. The sitemap's
+     * <lastmod> of its detail page has moved, so sitetools fetches that page, and asks
+     * the others whether they changed. A save in a workspace changed nothing a visitor
+     * sees, unless it publishes. It reports whether there is something to send.
+     */
+    private function clearedBySave(DataHandler $dataHandler): bool
+    {
+        if (!$this->isLive($dataHandler) && !$this->publishes($dataHandler)) {
+            return false;
+        }
+        $found = false;
+        foreach ([$dataHandler->datamap, $dataHandler->cmdmap] as $map) {
+            foreach ($map as $table => $records) {
+                // Records of the root level (users, files, languages) are no page's content.
+                if (in_array($table, self::TABLES, true) || !is_array($records)
+                    || (int)($GLOBALS['TCA'][$table]['ctrl']['rootLevel'] ?? 0) === 1) {
+                    continue;
+                }
+                foreach (array_keys($records) as $id) {
+                    $uid = MathUtility::canBeInterpretedAsInteger($id) ? (int)$id : (int)($dataHandler->substNEWwithIDs[$id] ?? 0);
+                    if ($uid <= 0) {
+                        continue; // a new record that was not saved
+                    }
+                    try {
+                        $urls = $this->pageUrls->forRecord((string)$table, $uid);
+                    } catch (\Throwable) {
+                        $urls = [];
+                    }
+                    if ($urls === []) {
+                        if (!$this->configuration->reindexOnFlush) {
+                            continue;
+                        }
+                        $this->all = true;
+                        return true;
+                    }
+                    // An image's page was sent with its content element already.
+                    foreach (array_diff($urls, array_keys($this->sent)) as $url) {
+                        $this->urls[$url] = true;
+                        $found = true;
+                    }
+                }
+            }
+        }
+        return $found;
+    }
+
+    /** Whether the run publishes from a workspace: its changes become live. */
+    private function publishes(DataHandler $dataHandler): bool
+    {
+        foreach ($dataHandler->cmdmap as $records) {
+            foreach (is_array($records) ? $records : [] as $commands) {
+                if (is_array($commands) && array_key_exists('version', $commands)) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     private function isLive(DataHandler $dataHandler): bool
