@@ -22,12 +22,16 @@ const DefaultUserAgent = "sitetools-ingest/1.0 (+https://github.com/sitetools/si
 
 // Crawler fetches a site's pages over HTTP. The zero value is ready to use.
 type Crawler struct {
-	Client      *http.Client  // nil: fetch.New(fetch.Options{}), public addresses only
+	Client      *http.Client  // nil: fetch.New, public addresses only, bodies up to MaxSitemapBytes
 	UserAgent   string        // default DefaultUserAgent
 	Concurrency int           // requests in flight; default 4
 	Timeout     time.Duration // per request, including reading the body; default 15s
-	MaxPages    int           // more URLs than this is an error, not a truncation; default 5000
-	MaxBytes    int64         // a larger page is skipped; default 5 MB
+	// MaxPages is the most pages a sitemap yields (past it, the newest: ReadSitemap) and
+	// the most URLs Fetch takes (more is an error); default 100 000.
+	MaxPages int
+	MaxBytes int64 // a larger page is skipped; default 5 MB
+	// Now is the clock a sitemap's <lastmod> is held to (nil: time.Now).
+	Now func() time.Time
 
 	// IgnoreRobots turns off the robots.txt check. By default Fetch skips the
 	// URLs that robots.txt disallows for the User-Agent's product token
@@ -77,14 +81,14 @@ func (t Target) conditional() bool { return t.ETag != "" || t.LastModified != ""
 const (
 	crawlDefaultConcurrency = 4
 	crawlDefaultTimeout     = 15 * time.Second
-	crawlDefaultMaxPages    = 5000
+	crawlDefaultMaxPages    = 100_000
 	crawlDefaultMaxBytes    = 5 << 20
 	crawlRobotsMaxBytes     = 512 << 10
 )
 
 // defaultClient is the crawler's client when none is given: public addresses only, see
-// package fetch.
-var defaultClient = fetch.New(fetch.Options{})
+// package fetch, and bodies as large as a sitemap's (a page's have MaxBytes).
+var defaultClient = fetch.New(fetch.Options{MaxBytes: MaxSitemapBytes + 1})
 
 func (c *Crawler) client() *http.Client {
 	if c.Client != nil {
@@ -123,6 +127,13 @@ func (c *Crawler) maxPages() int {
 		return c.MaxPages
 	}
 	return crawlDefaultMaxPages
+}
+
+func (c *Crawler) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
 }
 
 func (c *Crawler) maxBytes() int64 {

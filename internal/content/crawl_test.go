@@ -25,7 +25,7 @@ import (
 // TestMain lets the crawler's default client reach the tests' loopback servers; a test
 // that checks the refusal passes its own client.
 func TestMain(m *testing.M) {
-	defaultClient = fetch.New(fetch.Options{AllowPrivate: true})
+	defaultClient = fetch.New(fetch.Options{AllowPrivate: true, MaxBytes: MaxSitemapBytes + 1})
 	os.Exit(m.Run())
 }
 
