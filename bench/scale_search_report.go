@@ -221,9 +221,12 @@ func (s *scaleSearch) explain(ctx context.Context, q scaleQuery, vec pgvector.Ve
 	// EXECUTE's arguments as literals: PostgreSQL cannot describe a parameter of EXPLAIN.
 	args := []string{sqlLiteral(q.text), sqlLiteral(vec.String()), "5", "''", "''"}
 	for _, oid := range sd.ParamOIDs[min(len(args), len(sd.ParamOIDs)):] {
-		if oid == pgtype.TextArrayOID {
+		switch oid {
+		case pgtype.TextArrayOID:
 			args = append(args, "'{}'")
-		} else {
+		case pgtype.Int8OID: // the generation: 0, any
+			args = append(args, "0")
+		default:
 			args = append(args, "''")
 		}
 	}

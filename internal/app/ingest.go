@@ -38,6 +38,9 @@ type SitemapIngest struct {
 	Concurrency int
 	// Started, if set, is told how many pages the run goes through, before the first.
 	Started func(total int)
+	// RebuildOnMismatch rebuilds an index of another model than the configured one
+	// beside the live vectors before the sync (sitesearch.Ingester.RebuildOnMismatch).
+	RebuildOnMismatch bool
 }
 
 // Run runs the ingest; see IngestSitemap.
@@ -49,6 +52,7 @@ func (s SitemapIngest) Run(ctx context.Context, cfg config.Config, db *postgres.
 			return sitesearch.IngestStats{}, err
 		}
 	}
+	in.RebuildOnMismatch = in.RebuildOnMismatch || s.RebuildOnMismatch
 	crawler := &content.Crawler{Client: fetch.New(cfg.Fetch), Concurrency: s.Concurrency, Logger: logger}
 	var walk sitesearch.Walk
 	total := len(s.URLs)

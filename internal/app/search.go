@@ -102,10 +102,15 @@ func newSearch(ctx context.Context, cfg config.Config, db *postgres.DB, p search
 	if err := index.CheckModel(ctx, model); err != nil {
 		var mismatch *sitesearch.ErrModelMismatch
 		if errors.As(err, &mismatch) {
-			return nil, err
+			// Searches embed their queries with the index's model until a rebuild for the
+			// configured one switches (serve's next sync, POST /admin/reindex, or
+			// `sitetools ingest --reindex`).
+			logger.Warn("the search index was built with another model; searches use its model until a rebuild switches to the configured one",
+				"index", mismatch.Have.String(), "configured", mismatch.Want.String())
+		} else {
+			// The database is down: the check runs again at ingest; serve and recover.
+			logger.Warn("could not check the search index's model", "err", err.Error())
 		}
-		// The database is down: the check runs again at ingest; serve and recover.
-		logger.Warn("could not check the search index's model", "err", err.Error())
 	}
 	s := &Search{
 		Index:  index,
@@ -115,6 +120,11 @@ func newSearch(ctx context.Context, cfg config.Config, db *postgres.DB, p search
 	s.Embedder, err = embedcache.NewQueryEmbedder(embedcache.QueryEmbedderOptions{
 		Pool: db.Pool, Embedder: embedder, QueryPrefix: cfg.Embeddings.Prefixes.Query, Budget: s.Budget, Ledger: s.Ledger,
 		PricePerMTok: cfg.Embeddings.PricePerMTok, Timeout: cfg.Embeddings.Timeout, Breaker: p.breaker,
+		EmbedderFor: func(model string, dims int) (llm.Embedder, error) {
+			other := cfg.Embeddings
+			other.Model, other.Dimensions = model, dims
+			return NewEmbedder(other, ForQueries, logger)
+		},
 		Logger: logger, Registerer: p.reg,
 	})
 	if err != nil {

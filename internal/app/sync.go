@@ -38,7 +38,7 @@ type Syncer struct {
 // newSyncer returns the syncer of cfg.Ingest and registers its metrics on reg, also
 // when the sync is off (the metrics then say so: interval 0, no run).
 func newSyncer(cfg config.Config, db *postgres.DB, logger *slog.Logger, reg prometheus.Registerer) *Syncer {
-	s := &Syncer{cfg: cfg, db: db, jobs: postgres.NewIndexSyncs(db), logger: logger, ingest: IngestSitemap,
+	s := &Syncer{cfg: cfg, db: db, jobs: postgres.NewIndexSyncs(db), logger: logger, ingest: syncIngest,
 		wake: make(chan struct{}, 1), lockPoll: 100 * time.Millisecond}
 	s.jobs.TookOver = func(n int) {
 		s.logger.Info("index sync: took over the jobs of a replica that stopped", "jobs", n)
@@ -205,7 +205,7 @@ func (s *Syncer) runJob(ctx context.Context, job postgres.IndexSync) {
 // and counts it.
 func (s *Syncer) execute(ctx context.Context, id, trigger string, urls []string) {
 	began := time.Now()
-	st, err := s.ingest(ctx, s.cfg, s.db, s.cfg.Ingest.SitemapURL, urls, s.logger)
+	st, err := s.ingest(ctx, s.cfg, s.db, s.cfg.Ingest.SitemapURL, urls, trigger == "hook" && urls == nil, s.logger)
 	pages, bytesFetched := syncPages(st)
 	outcome, reason := "ok", ""
 	switch {

@@ -50,7 +50,7 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	dir := fs.String("dir", "", "ingest the HTML and Markdown files under this directory")
 	baseURL := fs.String("base-url", "", "with --dir: the site's URL that the directory's paths are under, e.g. https://example.com")
 	sitemap := fs.String("sitemap", "", "ingest the pages listed by this sitemap (index, urlset, .xml.gz)")
-	reindex := fs.Bool("reindex", false, "drop the index and embed everything again (needed to change the embedding model or dimension)")
+	reindex := fs.Bool("reindex", false, "embed every chunk again beside the live vectors, then switch to them at once (needed to change the embedding model, dimension or prefixes); search answers meanwhile, and an interrupted run resumes")
 	concurrency := fs.Int("concurrency", 4, "with --sitemap: pages fetched at once")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
@@ -75,6 +75,15 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	in.Reindex = *reindex
+	if *reindex {
+		// One sync at a time on any replica: serve's syncs wait while the vectors are made
+		// again, and the run waits for one under way.
+		release, err := postgres.NewIndexSyncs(db).LockSync(ctx, true, time.Second)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 
 	start := time.Now()
 	progress := &ingestProgress{out: stdout, start: start, last: start}
@@ -96,6 +105,13 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	elapsed := time.Since(start)
+	if r := st.Rebuild; r.Switched {
+		resumed := ""
+		if r.Resumed {
+			resumed = ", resumed"
+		}
+		fmt.Fprintf(stdout, "rebuilt the vectors of %d chunks beside the live ones and switched to them%s\n", r.Total, resumed)
+	}
 	fmt.Fprintf(stdout, "ingested %s (%s, %d dimensions) in %s: %s (%s)\n", source, in.Embedder.Model(), in.Embedder.Dimensions(),
 		elapsed.Round(100*time.Millisecond), st, chunkRate(st.ChunksEmbedded, elapsed))
 	return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -43,6 +44,10 @@ type QueryEmbedderOptions struct {
 	// call that takes longer is left to run as long again: the search degrades at once,
 	// and a late answer settles what the provider billed and fills the cache.
 	Timeout time.Duration
+	// EmbedderFor returns the provider's embedder of another model and dimension: the
+	// one the live index was built with, while it is not the configured one (a rebuild
+	// for the configured one under way). Nil: queries are embedded with Embedder alone.
+	EmbedderFor func(model string, dims int) (llm.Embedder, error)
 	// Breaker keeps calls off a provider that is down (nil: none).
 	Breaker    *breaker.Breaker
 	CacheSize  int // in-process entries (default 10 000)
@@ -55,10 +60,13 @@ type QueryEmbedderOptions struct {
 // (single-flight, see fetch.go), a budgeted and recorded provider call behind the
 // provider's circuit breaker.
 type QueryEmbedder struct {
-	opts  QueryEmbedderOptions
-	cache *lru.Cache[[32]byte, []float32]
-	sf    singleflight.Group
-	hits  *prometheus.CounterVec
+	opts QueryEmbedderOptions
+	def  target // the configured model
+	// others are the embedders of other models (EmbedderFor), by model and dimension.
+	others sync.Map // string → llm.Embedder
+	cache  *lru.Cache[[32]byte, []float32]
+	sf     singleflight.Group
+	hits   *prometheus.CounterVec
 	// degraded counts the searches that went without a query vector, by reason.
 	degraded *prometheus.CounterVec
 }
@@ -81,7 +89,7 @@ func NewQueryEmbedder(opts QueryEmbedderOptions) (*QueryEmbedder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedcache.NewQueryEmbedder: %w", err)
 	}
-	q := &QueryEmbedder{opts: opts, cache: cache}
+	q := &QueryEmbedder{opts: opts, cache: cache, def: target{embedder: opts.Embedder, prefix: opts.QueryPrefix}}
 	q.hits = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sitetools_embedding_queries_total",
 		Help: "Query embeddings by where they came from: memory, database (shared cache), provider, or degraded.",
@@ -129,7 +137,47 @@ type embedResult struct {
 // waits at most the Timeout for the provider: the call may go on to settle and cache a
 // late answer, but the search does not wait for it.
 func (q *QueryEmbedder) EmbedQuery(ctx context.Context, tool, query string) ([]float32, string, error) {
-	key := CacheKey(q.Model(), q.opts.QueryPrefix, query)
+	return q.embed(ctx, q.def, tool, query)
+}
+
+// target is a model queries are embedded with, and its query prefix.
+type target struct {
+	embedder llm.Embedder
+	prefix   string
+}
+
+func (t target) model() string { return t.embedder.Model() }
+
+// EmbedQueryAs is EmbedQuery with the model, dimension and query prefix the live index
+// was built with, for a search to compare like with like while they are not the
+// configured ones; the configured ones are EmbedQuery's. Without EmbedderFor, or when it
+// fails, the search degrades (embedding_unavailable).
+func (q *QueryEmbedder) EmbedQueryAs(ctx context.Context, tool, query, model string, dims int, queryPrefix string) ([]float32, string, error) {
+	if model == q.def.model() && dims == q.def.embedder.Dimensions() && queryPrefix == q.def.prefix {
+		return q.embed(ctx, q.def, tool, query)
+	}
+	key := fmt.Sprintf("%s\x00%d", model, dims)
+	e, ok := q.others.Load(key)
+	if !ok && q.opts.EmbedderFor != nil {
+		made, err := q.opts.EmbedderFor(model, dims)
+		if err != nil {
+			q.opts.Logger.Warn("no embedder for the live index's model; search degrades to full-text", "model", model, "err", err.Error())
+		} else {
+			e, _ = q.others.LoadOrStore(key, made)
+			ok = true
+		}
+	}
+	if !ok {
+		q.hits.WithLabelValues("degraded").Inc()
+		q.degraded.WithLabelValues(DegradedUnavailable).Inc()
+		return nil, DegradedUnavailable, nil
+	}
+	return q.embed(ctx, target{embedder: e.(llm.Embedder), prefix: queryPrefix}, tool, query)
+}
+
+// embed is EmbedQuery for the model t.
+func (q *QueryEmbedder) embed(ctx context.Context, t target, tool, query string) ([]float32, string, error) {
+	key := CacheKey(t.model(), t.prefix, query)
 	if v, ok := q.cache.Get(key); ok {
 		q.hits.WithLabelValues("memory").Inc()
 		return v, "", nil
@@ -142,7 +190,7 @@ func (q *QueryEmbedder) EmbedQuery(ctx context.Context, tool, query string) ([]f
 	ch := q.sf.DoChan(string(key[:]), func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*q.opts.Timeout+5*time.Second)
 		defer cancel()
-		return q.load(ctx, key, string(req.Channel), tool, query, began)
+		return q.load(ctx, callInfo{key: key, t: t, channel: string(req.Channel), tool: tool, query: query, began: began})
 	})
 	wait := time.NewTimer(q.opts.Timeout + min(q.opts.Timeout/4, dbSlack))
 	defer wait.Stop()

@@ -19,12 +19,12 @@ import (
 // Across replicas, one fetches a new query at a time: it claims the query's key in
 // embedding_claims, and the others wait for the shared cache to have it (or for the
 // claim to end, and then claim it themselves) within the search's wait.
-func (q *QueryEmbedder) load(ctx context.Context, key [32]byte, channel, tool, query string, began time.Time) (embedResult, error) {
-	call := callInfo{key: key, channel: channel, tool: tool, query: query, began: began}
+func (q *QueryEmbedder) load(ctx context.Context, call callInfo) (embedResult, error) {
+	key := call.key
 	poll := time.NewTicker(claimPoll)
 	defer poll.Stop()
 	for {
-		v, claimed, err := q.lookup(ctx, key)
+		v, claimed, err := q.lookup(ctx, key, call.t.model())
 		switch {
 		case err != nil:
 			return embedResult{}, err
@@ -38,7 +38,7 @@ func (q *QueryEmbedder) load(ctx context.Context, key [32]byte, channel, tool, q
 			// its claim: a replica whose fetch ended in between stored the vector (and
 			// then released its claim, which is how this one could take it) where that
 			// snapshot could not see it. Read the cache again before paying for it.
-			if v, err := q.cached(ctx, key); err != nil || v != nil {
+			if v, err := q.cached(ctx, key, call.t.model()); err != nil || v != nil {
 				q.unclaim(key)
 				if err != nil {
 					return embedResult{}, err
@@ -80,9 +80,9 @@ SELECT (SELECT embedding FROM hit), NOT EXISTS (SELECT 1 FROM hit) AND NOT EXIST
 
 // lookup returns the cached vector of key, or claims the key for this fetch, or reports
 // that another holds the claim.
-func (q *QueryEmbedder) lookup(ctx context.Context, key [32]byte) (vec []float32, claimedElsewhere bool, err error) {
+func (q *QueryEmbedder) lookup(ctx context.Context, key [32]byte, model string) (vec []float32, claimedElsewhere bool, err error) {
 	var stored *pgvector.Vector
-	err = q.opts.Pool.QueryRow(ctx, lookupSQL, key[:], q.Model(), (2*q.opts.Timeout+5*time.Second).Seconds()).Scan(&stored, &claimedElsewhere)
+	err = q.opts.Pool.QueryRow(ctx, lookupSQL, key[:], model, (2*q.opts.Timeout+5*time.Second).Seconds()).Scan(&stored, &claimedElsewhere)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, false, fmt.Errorf("embedcache: %w", ctx.Err())
@@ -96,9 +96,9 @@ func (q *QueryEmbedder) lookup(ctx context.Context, key [32]byte) (vec []float32
 }
 
 // cached reads key's vector from the shared cache in a statement of its own (nil: none).
-func (q *QueryEmbedder) cached(ctx context.Context, key [32]byte) ([]float32, error) {
+func (q *QueryEmbedder) cached(ctx context.Context, key [32]byte, model string) ([]float32, error) {
 	var v pgvector.Vector
-	err := q.opts.Pool.QueryRow(ctx, `SELECT embedding FROM embedding_cache WHERE key = $1 AND model = $2`, key[:], q.Model()).Scan(&v)
+	err := q.opts.Pool.QueryRow(ctx, `SELECT embedding FROM embedding_cache WHERE key = $1 AND model = $2`, key[:], model).Scan(&v)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil, nil
@@ -108,9 +108,10 @@ func (q *QueryEmbedder) cached(ctx context.Context, key [32]byte) ([]float32, er
 	return v.Slice(), nil
 }
 
-// callInfo is what the ledger rows of one query's fetch say.
+// callInfo is one query's fetch: what its ledger rows say, and the model it is for.
 type callInfo struct {
 	key                  [32]byte
+	t                    target
 	channel, tool, query string
 	began                time.Time
 }
@@ -129,8 +130,8 @@ func (q *QueryEmbedder) fetch(ctx context.Context, c callInfo) (res embedResult,
 	if err != nil {
 		return q.skip(ctx, c), nil
 	}
-	model := q.Model()
-	sent := q.opts.QueryPrefix + c.query
+	model := c.t.model()
+	sent := c.t.prefix + c.query
 	n := int64(llm.CountTokens(sent))
 	// Per request: the estimate by what the provider counted before, and a little for
 	// the special tokens some models add.
@@ -150,9 +151,9 @@ func (q *QueryEmbedder) fetch(ctx context.Context, c callInfo) (res embedResult,
 		return reservation.Extend(ctx, per)
 	})
 	callCtx, cancel := context.WithDeadline(callCtx, c.began.Add(2*q.opts.Timeout))
-	out, callErr := q.opts.Embedder.Embed(callCtx, []string{sent})
+	out, callErr := c.t.embedder.Embed(callCtx, []string{sent})
 	cancel()
-	if callErr == nil && (len(out.Vectors) != 1 || len(out.Vectors[0]) != q.opts.Embedder.Dimensions()) {
+	if callErr == nil && (len(out.Vectors) != 1 || len(out.Vectors[0]) != c.t.embedder.Dimensions()) {
 		callErr = fmt.Errorf("provider returned %d vectors for 1 query", len(out.Vectors))
 	}
 	unknown := int64(delivery.Unknown()) * per
@@ -220,7 +221,7 @@ func (q *QueryEmbedder) skip(ctx context.Context, c callInfo) embedResult {
 // record writes a ledger row of the query's call (kind, channel, tool and model filled
 // in), with the statements of also in the same round trip (budget.Ledger.Record).
 func (q *QueryEmbedder) record(ctx context.Context, c callInfo, e budget.Entry, also ...budget.Statement) error {
-	e.Kind, e.Channel, e.Tool, e.Model = "embedding", c.channel, c.tool, q.Model()
+	e.Kind, e.Channel, e.Tool, e.Model = "embedding", c.channel, c.tool, c.t.model()
 	err := q.opts.Ledger.Record(ctx, e, also...)
 	if err != nil {
 		q.opts.Logger.Warn("ledger write failed", "err", err.Error())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
@@ -15,14 +16,31 @@ import (
 // embeddings and full-text vectors, and which model produced the embeddings. It
 // implements sitesearch.Index.
 type SiteIndex struct {
-	db                   *DB
-	dims                 int
-	filtered, unfiltered string // SearchSQL(dims, true) and SearchSQL(dims, false)
+	db   *DB
+	dims int
+	// statements holds SearchSQL(dims, true) and SearchSQL(dims, false) by dims: a search
+	// runs the statement of its query vector's dimension, which is the live index's (see
+	// Live), not necessarily the configured one.
+	statements sync.Map // int → searchStatements
+	live       liveCache
 }
+
+// searchStatements are the filtered and unfiltered search statements of one dimension.
+type searchStatements struct{ filtered, unfiltered string }
 
 // NewSiteIndex returns the index for embeddings of dims dimensions.
 func NewSiteIndex(db *DB, dims int) *SiteIndex {
-	return &SiteIndex{db: db, dims: dims, filtered: SearchSQL(dims, true), unfiltered: SearchSQL(dims, false)}
+	return &SiteIndex{db: db, dims: dims}
+}
+
+// statementsFor returns the search statements for query vectors of dims dimensions.
+func (s *SiteIndex) statementsFor(dims int) searchStatements {
+	if st, ok := s.statements.Load(dims); ok {
+		return st.(searchStatements)
+	}
+	st := searchStatements{filtered: SearchSQL(dims, true), unfiltered: SearchSQL(dims, false)}
+	s.statements.Store(dims, st)
+	return st
 }
 
 // CheckModel returns a *sitesearch.ErrModelMismatch when the index was built by another
@@ -140,7 +158,7 @@ vec AS (
 	SELECT id, dist, row_number() OVER (ORDER BY dist) AS rank FROM (
 		SELECT c.id, c.embedding::vector(%[1]d) <=> $2::vector(%[1]d) AS dist
 		FROM chunks c%[7]s
-		WHERE $2::vector IS NOT NULL%[8]s
+		WHERE $2::vector IS NOT NULL AND ($9::bigint = 0 OR $9::bigint = (SELECT generation FROM index_meta))%[8]s
 		ORDER BY c.embedding::vector(%[1]d) <=> $2::vector(%[1]d)
 		LIMIT %[2]d) s
 ),
@@ -211,13 +229,16 @@ SELECT p.title, p.url, c.anchor,
        coalesce(b.dist, 2),
        -- The share of the query's words (stop words of English and German aside) the chunk
        -- holds, in any of the three parsings: how relevance is told without a model.
-       (SELECT coalesce(avg((c.tsv @@ words.t)::int), 0)::float8 FROM words)
+       (SELECT coalesce(avg((c.tsv @@ words.t)::int), 0)::float8 FROM words),
+       -- The generation of the vectors searched: a query vector made for another missed.
+       coalesce((SELECT generation FROM index_meta), 0)
 FROM best b JOIN chunks c ON c.id = b.id JOIN pages p ON p.id = b.page_id, q
 ORDER BY b.score DESC, p.url
 LIMIT $3`
 
 // SearchSQL is the statement SiteIndex.Search runs for embeddings of dims dimensions, with
-// parameters (text, vector, limit, lang, pathPrefix, synonyms, corrections, analyze):
+// parameters (text, vector, limit, lang, pathPrefix, synonyms, corrections, analyze,
+// generation: the vector half runs only on the vectors of that generation, 0 any):
 // for a search with a language or a path prefix (filtered), or for one without, which
 // leaves the pages out of the candidates' search and answers nothing unless lang and
 // pathPrefix are empty. Benchmarks run it directly.
@@ -269,7 +290,7 @@ best AS (
 )
 SELECT p.title, p.url, c.anchor,
        ts_headline(c.ts_config, c.body, q.aq, 'MaxWords=32, MinWords=16, MaxFragments=2, FragmentDelimiter=" … ", StartSel=**, StopSel=**'),
-       b.r, ARRAY['fulltext'], 2::float8, 1::float8
+       b.r, ARRAY['fulltext'], 2::float8, 1::float8, 0::bigint
 FROM best b JOIN chunks c ON c.id = b.id JOIN pages p ON p.id = b.page_id, q
 ORDER BY b.r DESC, p.url
 LIMIT $3`
@@ -299,47 +320,77 @@ func InstantSQL() string { return fmt.Sprintf(instantSQL, prefixWords, instantCa
 // transaction (set_config, local), sent in the same round trip.
 func (s *SiteIndex) Search(ctx context.Context, q sitesearch.Query) ([]sitesearch.Hit, error) {
 	var vec any
+	dims := s.dims
 	if q.Vector != nil {
-		vec = pgvector.NewVector(q.Vector)
+		vec, dims = pgvector.NewVector(q.Vector), len(q.Vector)
 	}
 	if q.Instant {
 		rows, err := s.db.Pool.Query(ctx, InstantSQL(), pgx.QueryExecModeExec, nonNil(q.Terms), q.Prefix, q.Limit, q.Lang, q.PathPrefix)
-		return collectHits(rows, err)
+		hits, _, err := collectHits(rows, err)
+		return hits, err
 	}
-	args := []any{q.Text, vec, q.Limit, q.Lang, q.PathPrefix, nonNil(q.Synonyms), nonNil(q.Corrections), q.Analyze}
-	if q.Lang != "" || q.PathPrefix != "" {
-		rows, err := s.db.Pool.Query(ctx, s.filtered, append([]any{pgx.QueryExecModeExec}, args...)...)
-		return collectHits(rows, err)
-	}
+	st := s.statementsFor(dims)
+	args := []any{q.Text, vec, q.Limit, q.Lang, q.PathPrefix, nonNil(q.Synonyms), nonNil(q.Corrections), q.Analyze, q.Generation}
 	var hits []sitesearch.Hit
-	b := &pgx.Batch{}
-	b.Queue(GenericPlanSQL)
-	b.Queue(s.unfiltered, args...).Query(func(rows pgx.Rows) error {
-		var err error
-		hits, err = collectHits(rows, nil)
-		return err
-	})
-	if err := s.db.Pool.SendBatch(ctx, b).Close(); err != nil {
-		return nil, Wrap("postgres.SiteIndex.Search", err)
+	var gen int64
+	if q.Lang != "" || q.PathPrefix != "" {
+		rows, err := s.db.Pool.Query(ctx, st.filtered, append([]any{pgx.QueryExecModeExec}, args...)...)
+		if hits, gen, err = collectHits(rows, err); err != nil {
+			return nil, err
+		}
+	} else {
+		b := &pgx.Batch{}
+		b.Queue(GenericPlanSQL)
+		b.Queue(st.unfiltered, args...).Query(func(rows pgx.Rows) error {
+			var err error
+			hits, gen, err = collectHits(rows, nil)
+			return err
+		})
+		if err := s.db.Pool.SendBatch(ctx, b).Close(); err != nil {
+			return nil, Wrap("postgres.SiteIndex.Search", err)
+		}
 	}
-	return hits, nil
+	return hits, s.checkGeneration(ctx, q, hits, gen)
+}
+
+// checkGeneration returns sitesearch.ErrIndexSwitched when q's vector was made for vectors
+// a switch has since retired (SwitchRebuild): its vector half then found nothing. With no
+// hit, the generation is read on its own.
+func (s *SiteIndex) checkGeneration(ctx context.Context, q sitesearch.Query, hits []sitesearch.Hit, gen int64) error {
+	if q.Vector == nil || q.Generation == 0 {
+		return nil
+	}
+	if len(hits) == 0 {
+		s.forgetLive()
+		_, g, ok, err := s.Live(ctx)
+		if err != nil || !ok {
+			return err
+		}
+		gen = g
+	}
+	if gen != q.Generation {
+		s.forgetLive()
+		return sitesearch.ErrIndexSwitched
+	}
+	return nil
 }
 
 // GenericPlanSQL has the statements after it in its batch (one implicit transaction) run
 // on their cached generic plan; benchmarks send it as the service does.
 const GenericPlanSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
 
-// collectHits reads the rows of a search.
-func collectHits(rows pgx.Rows, err error) ([]sitesearch.Hit, error) {
+// collectHits reads the rows of a search, and the generation of the vectors it searched.
+func collectHits(rows pgx.Rows, err error) ([]sitesearch.Hit, int64, error) {
 	if err != nil {
-		return nil, Wrap("postgres.SiteIndex.Search", err)
+		return nil, 0, Wrap("postgres.SiteIndex.Search", err)
 	}
+	var gen int64
 	hits, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (sitesearch.Hit, error) {
 		var h sitesearch.Hit
-		err := r.Scan(&h.Title, &h.URL, &h.Anchor, &h.Snippet, &h.Score, &h.Matched, &h.Distance, &h.Coverage)
+		err := r.Scan(&h.Title, &h.URL, &h.Anchor, &h.Snippet, &h.Score, &h.Matched, &h.Distance, &h.Coverage, &gen)
 		return h, err
 	})
-	return hits, Wrap("postgres.SiteIndex.Search", err)
+	return hits, gen, Wrap("postgres.SiteIndex.Search", err)
 }
 
 // nonNil is s, or an empty list: an array parameter, never NULL.

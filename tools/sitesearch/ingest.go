@@ -29,8 +29,15 @@ type Ingester struct {
 	BatchSize int
 	// PricePerMTok prices the ledger's rows (USD per million tokens); 0: not priced.
 	PricePerMTok float64
-	// Reindex drops the whole index first: needed to change model or dimension.
+	// Reindex makes every chunk's vector again first, beside the live ones, and switches
+	// to them once all are made (an index that is not a Rebuilder is emptied instead):
+	// needed to change the model, its dimension or its prefixes. Search answers from the
+	// live vectors meanwhile; an interrupted rebuild for the same model resumes.
 	Reindex bool
+	// RebuildOnMismatch rebuilds as Reindex does when the index holds another model's
+	// vectors, where a sync would otherwise fail with *ErrModelMismatch: serve's syncs,
+	// after the configured model changed.
+	RebuildOnMismatch bool
 	// Partial says the walk yields some of the source's pages, not all: Sync then removes
 	// only the pages the walk found gone (404, 410), and leaves the others alone.
 	Partial bool
@@ -67,6 +74,8 @@ type IngestStats struct {
 	// Estimated is sitetools' own count of the tokens embedded: the ratio of Tokens to
 	// it sizes the query budget's reservations (budget.StoreRatio).
 	Estimated int
+	// Rebuild is what the rebuild before the sync did (Reindex, RebuildOnMismatch).
+	Rebuild RebuildStats
 	// Unknown is what the ledger charged, beyond Tokens, for requests that may have
 	// reached the provider without an answer (given up at their deadline, a broken
 	// connection, a 5xx), each sized as the query path sizes a reservation.
@@ -108,13 +117,11 @@ type WalkResult struct {
 // it removes only the pages walk found gone.
 func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestStats, error) {
 	var st IngestStats
-	model := in.Model()
-	if !in.Reindex {
-		if err := in.Index.CheckModel(ctx, model); err != nil {
-			return st, err
-		}
+	reset, err := in.prepareModel(ctx, &st)
+	if err != nil {
+		return st, err
 	}
-	if err := in.Index.Prepare(ctx, model.Dimensions, in.Reindex); err != nil {
+	if err := in.Index.Prepare(ctx, in.Model().Dimensions, reset); err != nil {
 		return st, err
 	}
 	// One query for what the index holds, rather than one a page: an unchanged page then

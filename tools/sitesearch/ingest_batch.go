@@ -190,31 +190,9 @@ func (b *batcher) embed(ctx context.Context, n int) error {
 	for i, q := range next {
 		texts[i] = q.text
 	}
-	callCtx, delivery := llm.Track(ctx)
-	res, err := b.in.Embedder.Embed(callCtx, texts)
-	if err == nil {
-		b.st.EmbedCalls += max(res.Requests, 1)
-		// Counted first: the answer's ratio of reported to estimated tokens sizes the
-		// charge of its requests given up on.
-		b.st.Tokens += res.Tokens
-		if res.Counted {
-			b.st.Estimated += res.Tokens
-		} else {
-			for _, t := range texts {
-				b.st.Estimated += llm.CountTokens(t)
-			}
-		}
-	} else {
-		b.st.EmbedCalls++
-	}
-	if lerr := b.charge(ctx, res, err, delivery); lerr != nil && err == nil {
-		return lerr
-	}
+	res, err := b.call(ctx, texts)
 	if err != nil {
-		return fmt.Errorf("embedding: %w", err)
-	}
-	if len(res.Vectors) != n {
-		return fmt.Errorf("embedding: %d vectors for %d texts", len(res.Vectors), n)
+		return err
 	}
 	b.st.ChunksEmbedded += n
 	if b.in.Progress != nil {

@@ -78,7 +78,7 @@ func planned(t *testing.T, db *postgres.DB, q sitesearch.Query) []sitesearch.Hit
 		vec = pgvector.NewVector(q.Vector)
 	}
 	rows, err := db.Pool.Query(context.Background(), postgres.SearchSQL(384, true), pgx.QueryExecModeExec,
-		q.Text, vec, q.Limit, "", "", []string{}, []string{}, "")
+		q.Text, vec, q.Limit, "", "", []string{}, []string{}, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,8 @@ func planned(t *testing.T, db *postgres.DB, q sitesearch.Query) []sitesearch.Hit
 	var hits []sitesearch.Hit
 	for rows.Next() {
 		var h sitesearch.Hit
-		if err := rows.Scan(&h.Title, &h.URL, &h.Anchor, &h.Snippet, &h.Score, &h.Matched, &h.Distance, &h.Coverage); err != nil {
+		var generation int64
+		if err := rows.Scan(&h.Title, &h.URL, &h.Anchor, &h.Snippet, &h.Score, &h.Matched, &h.Distance, &h.Coverage, &generation); err != nil {
 			t.Fatal(err)
 		}
 		hits = append(hits, h)

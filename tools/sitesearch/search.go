@@ -5,6 +5,7 @@ package sitesearch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -254,15 +255,7 @@ func (s *searcher) search(ctx context.Context, a searchArgs) (searchOutput, erro
 	if extra := append(slices.Clone(q.Corrections), q.Synonyms...); len(extra) > 0 && s.opts.LexicalEmbedder {
 		embedText += " (" + strings.Join(extra, ", ") + ")"
 	}
-	var degraded string
-	if !instant { // the instant mode never embeds: no provider call per keystroke
-		vec, reason, err := s.opts.Embedder.EmbedQuery(ctx, "search_site", embedText)
-		if err != nil {
-			return searchOutput{}, err
-		}
-		q.Vector, degraded = vec, reason
-	}
-	hits, err := s.opts.Index.Search(ctx, q)
+	hits, degraded, err := s.run(ctx, q, embedText)
 	if err != nil {
 		return searchOutput{}, err
 	}
@@ -276,6 +269,53 @@ func (s *searcher) search(ctx context.Context, a searchArgs) (searchOutput, erro
 		*o = s.outcome(hits) // a keystroke is no search of its own
 	}
 	return searchOutput{Results: hits, Degraded: degraded, Corrected: corrected}, nil
+}
+
+// run embeds the query (unless it is instant: no provider call per keystroke) with the
+// live index's model and searches. A search that a switch to a rebuilt index overtook
+// (ErrIndexSwitched) is embedded with the new model and runs again; should that be
+// overtaken too, it runs on full-text alone.
+func (s *searcher) run(ctx context.Context, q Query, embedText string) (hits []Hit, degraded string, err error) {
+	for attempt := 0; ; attempt++ {
+		switch {
+		case q.Instant:
+		case attempt < 2:
+			if q.Vector, q.Generation, degraded, err = s.embed(ctx, embedText); err != nil {
+				return nil, "", err
+			}
+		default:
+			q.Vector, q.Generation = nil, 0
+		}
+		hits, err = s.opts.Index.Search(ctx, q)
+		if !errors.Is(err, ErrIndexSwitched) || attempt == 2 {
+			return hits, degraded, err
+		}
+	}
+}
+
+// modelEmbedder is a QueryEmbedder that embeds with a given model
+// (embedcache.QueryEmbedder.EmbedQueryAs).
+type modelEmbedder interface {
+	EmbedQueryAs(ctx context.Context, tool, query, model string, dims int, queryPrefix string) ([]float32, string, error)
+}
+
+// embed returns the query's vector made with the model of the live index, and the
+// generation of the vectors it compares with (0: not known), or nil and why not.
+func (s *searcher) embed(ctx context.Context, text string) ([]float32, int64, string, error) {
+	live, ok1 := s.opts.Index.(LiveIndex)
+	me, ok2 := s.opts.Embedder.(modelEmbedder)
+	if ok1 && ok2 {
+		m, gen, ok, err := live.Live(ctx)
+		if err != nil {
+			return nil, 0, "", err
+		}
+		if ok {
+			vec, reason, err := me.EmbedQueryAs(ctx, "search_site", text, m.Name, m.Dimensions, m.QueryPrefix)
+			return vec, gen, reason, err
+		}
+	}
+	vec, reason, err := s.opts.Embedder.EmbedQuery(ctx, "search_site", text)
+	return vec, 0, reason, err
 }
 
 // instantTerms are the complete words of an as-you-type query, each with its

@@ -184,9 +184,12 @@ type Query struct {
 	Instant bool
 	// Terms are the words typed so far, each with its alternatives (its correction, its
 	// synonyms) joined by '|'.
-	Terms      []string
-	Prefix     string
-	Vector     []float32 // nil: full-text only
+	Terms  []string
+	Prefix string
+	Vector []float32 // nil: full-text only
+	// Generation is that of the live vectors Vector was made for (Live); 0: not known.
+	// Search returns ErrIndexSwitched when a switch retired them in between.
+	Generation int64
 	Limit      int
 	Lang       string // "" any
 	PathPrefix string // "" any
