@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sitetools/sitetools/internal/postgres"
+	"github.com/sitetools/sitetools/tools/sitesearch"
 )
 
 // printIndexStatus writes the status line of the index's sync with the site: the last
@@ -19,6 +20,23 @@ func printIndexStatus(ctx context.Context, db *postgres.DB, out io.Writer) {
 		return
 	}
 	fmt.Fprintln(out, indexStatus(last))
+	p, ok, err := postgres.NewSiteIndex(db, 0).RebuildProgress(ctx)
+	switch {
+	case err != nil:
+		fmt.Fprintf(out, "index: rebuild status unavailable: %v\n", err)
+	case ok:
+		fmt.Fprintln(out, rebuildStatus(p))
+	}
+}
+
+// rebuildStatus is the status line of a rebuild under way (or stopped, to be resumed).
+func rebuildStatus(p sitesearch.RebuildProgress) string {
+	share := 100.0
+	if p.Total > 0 {
+		share = 100 * float64(p.Done) / float64(p.Total)
+	}
+	return fmt.Sprintf("index: rebuild for %s since %s: %d of %d chunks have their new vector (%.0f%%); search answers from the live vectors until it switches",
+		p.Model, p.Started.UTC().Format(time.RFC3339), p.Done, p.Total, share)
 }
 
 // indexStatus is the status line of the last finished sync (nil: none).
