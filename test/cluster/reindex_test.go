@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -224,4 +225,72 @@ func checkSwitchedTo(t *testing.T, dbURL, model string, dims int) {
 	if have != model || haveDims != dims || generation != 2 || mixed != 0 || rebuilding != 0 {
 		t.Errorf("after the switch: model %s, %d dimensions, generation %d, %d chunks not of it, %d rebuilds left", have, haveDims, generation, mixed, rebuilding)
 	}
+}
+
+// With a sitemap, the publish hook rebuilds: a replica configured with a new model keeps
+// searching with the index's model; a hook for some pages, or the timer, fails with the
+// mismatch (a replica left with the old configuration must not undo a rebuild); a
+// whole-site POST /admin/reindex rebuilds beside the live vectors and switches.
+func TestReindexThroughThePublishHook(t *testing.T) {
+	s := newSite(t, map[string]string{
+		"/pricing": "Our plans start at nine euros; the quokkaplan suits small teams.",
+		"/contact": "Write to the office in Leipzig for an appointment.",
+	})
+	provider := llmtest.NewServer(t, 64)
+	dbURL := pgtest.NewURL(t)
+	old := map[string]string{
+		"DATABASE_URL": dbURL, "ADMIN_TOKEN": adminToken, "RATE_LIMIT_PER_MINUTE": "0",
+		"EMBEDDINGS_PROVIDER": "openai", "EMBEDDINGS_BASE_URL": provider.BaseURL(),
+		"EMBEDDINGS_MODEL": "fake-old", "EMBEDDINGS_DIMENSIONS": "64", "FETCH_ALLOW_PRIVATE": "true",
+	}
+	testkit.Run(t, binary, old, "migrate")
+	testkit.Run(t, binary, old, "ingest", "--sitemap", s.URL+"/sitemap.xml")
+	vars := maps.Clone(old)
+	maps.Copy(vars, syncVars(s, "0"))
+	vars["EMBEDDINGS_MODEL"], vars["EMBEDDINGS_DIMENSIONS"] = "fake-new", "32"
+	addrs := freeAddrs(t, 2)
+	vars["LISTEN_ADDR"], vars["ADMIN_LISTEN_ADDR"] = addrs[0], addrs[1]
+	testkit.Start(t, binary, vars, "serve")
+	base, adminBase := "http://"+addrs[0], "http://"+addrs[1]
+	waitFor(t, 30*time.Second, "replica ready", func() bool { return get(base, "/readyz") == nil })
+	if !found(t, base, "quokkaplan", s.URL+"/pricing") {
+		t.Fatal("before the rebuild, a search with the index's model does not find the page")
+	}
+
+	if state, reason := hookOutcome(t, adminBase, `{"urls": ["/pricing"]}`); state != "failed" || !strings.Contains(reason, `POST /admin/reindex {"all": true}`) {
+		t.Errorf("a hook for one page on an index of another model: %s (%s); want failed, naming the rebuild", state, reason)
+	}
+	if state, reason := hookOutcome(t, adminBase, `{"all": true}`); state != "done" {
+		t.Fatalf("a whole-site hook: %s (%s); want done", state, reason)
+	}
+	checkSwitchedTo(t, dbURL, "fake-new", 32)
+	if !found(t, base, "quokkaplan", s.URL+"/pricing") {
+		t.Error("after the rebuild, a search does not find the page")
+	}
+}
+
+// hookOutcome sends the publish hook body and waits for its job to end: its state and,
+// if it failed, why.
+func hookOutcome(t *testing.T, adminBase, body string) (state, reason string) {
+	t.Helper()
+	code, job := admin(t, "POST", adminBase+"/admin/reindex", body)
+	if code != http.StatusAccepted {
+		t.Fatalf("POST /admin/reindex %s: %d", body, code)
+	}
+	waitFor(t, 30*time.Second, "reindex job "+job.ID+" did not finish", func() bool {
+		req, _ := http.NewRequest("GET", adminBase+"/admin/reindex/"+job.ID, nil)
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var j struct{ State, Error string }
+		if err := json.NewDecoder(resp.Body).Decode(&j); err != nil {
+			t.Fatal(err)
+		}
+		state, reason = j.State, j.Error
+		return state == "done" || state == "failed"
+	})
+	return state, reason
 }

@@ -126,7 +126,8 @@ func (e *ErrModelMismatch) Error() string {
 		fmt.Fprintf(&b, "; the index's: %s; the configuration's (EMBEDDINGS_QUERY_PREFIX, EMBEDDINGS_DOCUMENT_PREFIX): %s",
 			prefixPair(have), prefixPair(want))
 	}
-	fmt.Fprintf(&b, "; vectors made otherwise cannot be compared: re-ingest the site with `sitetools ingest --reindex ...` to change %s, "+
+	fmt.Fprintf(&b, "; vectors made otherwise cannot be compared: to change %s, rebuild the index with `sitetools ingest --reindex ...` "+
+		"or, with INGEST_SITEMAP_URL, POST /admin/reindex {\"all\": true} (search answers with the index's model until the rebuild switches), "+
 		"or configure what the index was built with", what)
 	if sameModel {
 		fmt.Fprintf(&b, " (EMBEDDINGS_QUERY_PREFIX=%s EMBEDDINGS_DOCUMENT_PREFIX=%s keeps this index as it is)",
