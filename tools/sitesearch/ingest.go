@@ -134,7 +134,16 @@ func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestS
 	b.w.vocabulary = in.pageVocabulary()
 	seen := map[string]bool{}
 	var lost []string // 304s for pages the index no longer holds
-	known := func(u string) (PageState, bool) { have, ok := stored[u]; return have, ok }
+	known := func(u string) (PageState, bool) {
+		have, ok := stored[u]
+		if in.Reindex {
+			// Every page is read again, in full: after an upgrade whose text extraction or
+			// chunking changed, a re-index is how pages are parsed anew. An unchanged text
+			// still costs no embedding (its hash, and its chunks' vectors, are kept).
+			have.Validators = Validators{}
+		}
+		return have, ok
+	}
 	res, err := walk(known, func(doc *content.Document) error {
 		if seen[doc.URL] {
 			return nil
