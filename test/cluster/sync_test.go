@@ -311,13 +311,14 @@ func TestSyncOneReplicaAtATime(t *testing.T) {
 	const interval = time.Second
 	c := startCluster(t, 2, syncVars(s, interval.String()))
 	db := c.DB(t)
+	// A holder is host:pid:instance.
 	holder := map[string]int{}
 	for i := range 2 {
-		holder[fmt.Sprintf(":%d", c.Pid(i))] = i
+		holder[fmt.Sprintf(":%d:", c.Pid(i))] = i
 	}
 	replicaOf := func(h string) int {
-		for suffix, i := range holder {
-			if strings.HasSuffix(h, suffix) {
+		for part, i := range holder {
+			if strings.Contains(h, part) {
 				return i
 			}
 		}
