@@ -98,20 +98,7 @@ func dropIndex(ctx context.Context, tx pgx.Tx) error {
 	if _, err := tx.Exec(ctx, `DELETE FROM index_meta`); err != nil {
 		return err
 	}
-	rows, err := tx.Query(ctx, `SELECT indexname FROM pg_indexes WHERE tablename = 'chunks' AND indexname LIKE 'chunks_embedding_hnsw_%'`)
-	if err != nil {
-		return err
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		if _, err := tx.Exec(ctx, `DROP INDEX `+pgx.Identifier{n}.Sanitize()); err != nil {
-			return err
-		}
-	}
-	return nil
+	return dropLiveHNSW(ctx, tx)
 }
 
 // candidates is how many chunks each ranking contributes to the fusion.
