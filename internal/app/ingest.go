@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/sitetools/sitetools/internal/budget"
 	"github.com/sitetools/sitetools/internal/config"
@@ -21,7 +22,10 @@ import (
 // site: the caller checks), it fetches just those, conditionally, and removes only those
 // that answer 404 or 410 (sitesearch.Ingester.Partial); the sitemap is not read. Either
 // way the pages are recorded under the source "sitemap:"+sitemapURL, and the provider's
-// token ratio is stored after the run.
+// token ratio is stored after the run. A sitemap of more pages than INGEST_MAX_PAGES is
+// cut to the newest (content.Crawler.ReadSitemap): the others are not indexed, and
+// removed if they were; IngestStats.LeftOut counts them. A page not fetched in full for
+// INGEST_MAX_AGE is (sitesearch.Ingester.MaxAge).
 func IngestSitemap(ctx context.Context, cfg config.Config, db *postgres.DB, sitemapURL string, urls []string, logger *slog.Logger) (sitesearch.IngestStats, error) {
 	return SitemapIngest{SitemapURL: sitemapURL, URLs: urls}.Run(ctx, cfg, db, logger)
 }
@@ -41,6 +45,9 @@ type SitemapIngest struct {
 	// RebuildOnMismatch rebuilds an index of another model than the configured one
 	// beside the live vectors before the sync (sitesearch.Ingester.RebuildOnMismatch).
 	RebuildOnMismatch bool
+	// Now is the clock of INGEST_MAX_AGE and of the sitemap's <lastmod> limit (nil:
+	// time.Now).
+	Now func() time.Time
 }
 
 // Run runs the ingest; see IngestSitemap.
@@ -53,24 +60,32 @@ func (s SitemapIngest) Run(ctx context.Context, cfg config.Config, db *postgres.
 		}
 	}
 	in.RebuildOnMismatch = in.RebuildOnMismatch || s.RebuildOnMismatch
-	crawler := &content.Crawler{Client: fetch.New(cfg.Fetch), Concurrency: s.Concurrency, Logger: logger}
+	in.MaxAge, in.Now = cfg.Ingest.MaxAge, s.Now
+	fetchOpts := cfg.Fetch
+	fetchOpts.MaxBytes = max(fetchOpts.MaxBytes, content.MaxSitemapBytes+1) // a page has the crawler's own limit
+	crawler := &content.Crawler{Client: fetch.New(fetchOpts), Concurrency: s.Concurrency, MaxPages: cfg.Ingest.MaxPages, Now: s.Now, Logger: logger}
 	var walk sitesearch.Walk
-	total := len(s.URLs)
+	total, leftOut := len(s.URLs), 0
 	if s.URLs != nil {
 		in.Partial = true
 		walk = sitesearch.URLWalk(ctx, crawler, slices.Compact(slices.Sorted(slices.Values(s.URLs))))
 	} else {
-		entries, err := crawler.SitemapEntries(ctx, s.SitemapURL)
+		list, err := crawler.ReadSitemap(ctx, s.SitemapURL)
 		if err != nil {
 			return sitesearch.IngestStats{}, err
 		}
-		total = len(entries)
-		walk = sitesearch.SitemapWalk(ctx, crawler, entries)
+		total, leftOut = len(list.Entries), list.LeftOut
+		if leftOut > 0 {
+			logger.Warn("the sitemap lists more pages than INGEST_MAX_PAGES: the newest are indexed, the others left out",
+				"indexed", total, "left_out", leftOut, "max_pages", crawler.MaxPages)
+		}
+		walk = sitesearch.SitemapWalk(ctx, crawler, list.Entries)
 	}
 	if s.Started != nil {
 		s.Started(total)
 	}
 	st, err := in.Sync(ctx, "sitemap:"+s.SitemapURL, walk)
+	st.LeftOut = leftOut
 	if st.Failed > 0 {
 		logger.Warn("some pages could not be fetched this time; their indexed copies are kept", "failed", st.Failed)
 	}

@@ -224,7 +224,7 @@ func (s *Syncer) execute(ctx context.Context, id, trigger string, urls []string)
 	s.metrics.count(trigger, outcome, pages, bytesFetched)
 	args := []any{"trigger", trigger, "outcome", outcome, "urls", len(urls), "took", time.Since(began).Round(time.Millisecond).String(),
 		"added", pages.Added, "updated", pages.Updated, "unchanged", pages.Unchanged, "not_modified", pages.NotModified,
-		"skipped", pages.Skipped, "removed", pages.Removed, "failed", pages.Failed, "bytes", bytesFetched}
+		"skipped", pages.Skipped, "removed", pages.Removed, "failed", pages.Failed, "left_out", pages.LeftOut, "bytes", bytesFetched}
 	if outcome == "failed" {
 		s.logger.Warn("index sync failed; the index is kept as it was", append(args, "err", reason)...)
 		return

@@ -26,5 +26,5 @@ func syncIngest(ctx context.Context, cfg config.Config, db *postgres.DB, sitemap
 // bytes it fetched. Unchanged counts the pages not modified and skipped too.
 func syncPages(st sitesearch.IngestStats) (postgres.SyncPages, int64) {
 	return postgres.SyncPages{Added: st.Added, Updated: st.Updated, Unchanged: st.Unchanged, NotModified: st.NotModified,
-		Skipped: st.Skipped, Removed: st.Removed, Failed: st.Failed}, st.BytesFetched
+		Skipped: st.Skipped, Removed: st.Removed, Failed: st.Failed, LeftOut: st.LeftOut}, st.BytesFetched
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // syncMetrics are the index sync's metrics: counters of the runs of this replica, and a
-// collector of the cluster's last successful sync and the index's age, read from
-// PostgreSQL at each scrape, the same on every replica (aggregate them with max).
+// collector of the cluster's last successful sync, the index's age and the pages that
+// sync left out, read from PostgreSQL at each scrape, the same on every replica
+// (aggregate them with max).
 type syncMetrics struct {
 	pages *prometheus.CounterVec
 	bytes prometheus.Counter
@@ -44,6 +45,8 @@ func newSyncMetrics(db *postgres.DB, interval time.Duration, logger *slog.Logger
 			"Seconds since the last successful full sync finished (before any: since the last page was written; 0 for an empty index), cluster-wide.", nil, nil),
 		every: prometheus.NewDesc("sitetools_index_sync_interval_seconds",
 			"This replica's INGEST_INTERVAL in seconds; 0 when it syncs on no timer (no INGEST_SITEMAP_URL, or INGEST_INTERVAL=0).", nil, nil),
+		leftOut: prometheus.NewDesc("sitetools_index_sync_left_out_pages",
+			"Pages the sitemap listed beyond INGEST_MAX_PAGES that the last successful full sync left out of the index (the newest are indexed), cluster-wide.", nil, nil),
 	})
 	for _, o := range syncPageOutcomes {
 		m.pages.WithLabelValues(o)
@@ -69,15 +72,15 @@ func (m *syncMetrics) count(trigger, outcome string, p postgres.SyncPages, bytes
 	m.bytes.Add(float64(bytesFetched))
 }
 
-// syncCollector exports the last successful full sync and the index's age at each
-// scrape. A scrape that cannot reach the database leaves them out (logged at debug:
+// syncCollector exports the last successful full sync, the index's age and the pages
+// that sync left out at each scrape. A scrape that cannot reach the database leaves them out (logged at debug:
 // /readyz and its alert already report the database).
 type syncCollector struct {
 	db       *postgres.DB
 	interval time.Duration
 	logger   *slog.Logger
 
-	last, age, every *prometheus.Desc
+	last, age, every, leftOut *prometheus.Desc
 }
 
 // Describe implements prometheus.Collector.
@@ -85,6 +88,7 @@ func (c *syncCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.last
 	ch <- c.age
 	ch <- c.every
+	ch <- c.leftOut
 }
 
 // Collect implements prometheus.Collector.
@@ -96,6 +100,10 @@ func (c *syncCollector) Collect(ch chan<- prometheus.Metric) {
 	if err == nil && !ok {
 		age, err = postgres.IndexWriteAge(ctx, c.db)
 	}
+	var leftOut int
+	if err == nil {
+		leftOut, err = postgres.LastFullSyncLeftOut(ctx, c.db)
+	}
 	if err != nil {
 		c.logger.Debug("index sync metrics: database unavailable", "err", err.Error())
 		return
@@ -106,4 +114,5 @@ func (c *syncCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.last, prometheus.GaugeValue, last)
 	ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, age.Seconds())
+	ch <- prometheus.MustNewConstMetric(c.leftOut, prometheus.GaugeValue, float64(leftOut))
 }

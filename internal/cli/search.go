@@ -61,7 +61,7 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *dir != "" && *baseURL == "" {
 		return usageError{"ingest --dir needs --base-url, the site's URL, e.g. --base-url https://example.com"}
 	}
-	cfg, db, err := openFor(ctx, 4, config.AreaEmbeddings, config.AreaFetch)
+	cfg, db, err := openFor(ctx, 4, config.AreaEmbeddings, config.AreaFetch, config.AreaIngest)
 	if err != nil {
 		return err
 	}

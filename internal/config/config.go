@@ -47,7 +47,7 @@ type Config struct {
 	// kept; serve prunes on one replica at a time (see postgres.DB.Prune).
 	Retention Retention
 
-	// Ingest is the site sync serve runs (INGEST_SITEMAP_URL, INGEST_INTERVAL).
+	// Ingest is the site sync serve runs and the limits of every sitemap ingest (INGEST_*).
 	Ingest Ingest
 
 	// Fetch configures the client of the crawler and the calendar feeds (FETCH_ALLOW_PRIVATE:
@@ -170,32 +170,6 @@ type Retention struct {
 	EmbeddingCacheMaxRows int // EMBEDDING_CACHE_MAX_ROWS
 }
 
-// Ingest configures the sync that serve runs: the site's sitemap is ingested again every
-// Interval on one replica at a time, and the publish hook (POST /admin/reindex)
-// re-ingests pages on demand.
-type Ingest struct {
-	// SitemapURL is the site's sitemap (INGEST_SITEMAP_URL); empty: no sync in serve, and
-	// no publish hook.
-	SitemapURL string
-	// Interval is how often the whole sitemap is synced (INGEST_INTERVAL, ±10 % jitter a
-	// run); 0: never on a timer, while the hook still works.
-	Interval time.Duration
-}
-
-// Origin is the site's origin as the publish hook knows it: the scheme, host and port of
-// SitemapURL. The hook accepts URLs on it and resolves paths against it; empty without a
-// sitemap.
-func (i Ingest) Origin() string {
-	o, err := origin(i.SitemapURL)
-	if err != nil {
-		return ""
-	}
-	return o
-}
-
-// defaultIngestInterval is how often serve syncs the sitemap unless told otherwise.
-const defaultIngestInterval = time.Hour
-
 // An Area is one part of the configuration, loaded and checked on its own, so that a
 // command reads only the variables it uses (ingest needs no admin token).
 type Area int
@@ -211,7 +185,7 @@ const (
 	AreaSite                     // SITE_PAGES_DIR, WEBMCP_*, ALLOWED_HOSTS
 	AreaRetention                // LEDGER_RETENTION_DAYS, EMBEDDING_CACHE_*
 	AreaFetch                    // FETCH_ALLOW_PRIVATE
-	AreaIngest                   // INGEST_SITEMAP_URL, INGEST_INTERVAL
+	AreaIngest                   // INGEST_*
 	AreaLog                      // LOG_LEVEL
 	AreaFairUse                  // *_CLIENT_DAILY_SHARE, BUDGET_PACING*, CLIENT_KEY_SECRET, CHAT_PROOF_OF_WORK*
 )
@@ -417,29 +391,6 @@ func (ch *Chat) load(l *loader) {
 	case "native", "json":
 	default:
 		l.fail("LLM_TOOL_MODE", "must be native or json")
-	}
-}
-
-func (i *Ingest) load(l *loader) {
-	i.SitemapURL = l.str("INGEST_SITEMAP_URL", "")
-	if i.SitemapURL != "" {
-		if _, err := origin(i.SitemapURL); err != nil {
-			// The URL may carry a token in its query: never repeat it.
-			l.fail("INGEST_SITEMAP_URL", "must be an absolute http(s) URL such as https://example.com/sitemap.xml")
-		}
-	}
-	i.Interval = defaultIngestInterval
-	switch v, _ := l.lookup("INGEST_INTERVAL"); v {
-	case "":
-	case "0":
-		i.Interval = 0
-	default:
-		d, err := time.ParseDuration(v)
-		if err != nil || d < time.Second {
-			l.fail("INGEST_INTERVAL", fmt.Sprintf("must be a duration of at least 1s such as 1h, or 0 for no sync on a timer, got %q", v))
-			break
-		}
-		i.Interval = d
 	}
 }
 

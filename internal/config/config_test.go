@@ -179,8 +179,22 @@ func TestConfigIngest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Ingest.SitemapURL != "" || cfg.Ingest.Interval != time.Hour || cfg.Ingest.Origin() != "" {
-		t.Errorf("defaults: %+v, origin %q; want no sitemap, 1h", cfg.Ingest, cfg.Ingest.Origin())
+	if cfg.Ingest.SitemapURL != "" || cfg.Ingest.Interval != time.Hour || cfg.Ingest.Origin() != "" ||
+		cfg.Ingest.MaxPages != 100_000 || cfg.Ingest.MaxAge != 7*24*time.Hour {
+		t.Errorf("defaults: %+v, origin %q; want no sitemap, 1h, 100 000 pages, 7 days", cfg.Ingest, cfg.Ingest.Origin())
+	}
+	for _, tc := range []struct {
+		pages, age string
+		want       config.Ingest
+	}{
+		{"50", "30d", config.Ingest{Interval: time.Hour, MaxPages: 50, MaxAge: 30 * 24 * time.Hour}},
+		{"1000000", "36h", config.Ingest{Interval: time.Hour, MaxPages: 1_000_000, MaxAge: 36 * time.Hour}},
+		{"1", "0", config.Ingest{Interval: time.Hour, MaxPages: 1}},
+	} {
+		cfg, err := load(map[string]string{"INGEST_MAX_PAGES": tc.pages, "INGEST_MAX_AGE": tc.age})
+		if err != nil || cfg.Ingest != tc.want {
+			t.Errorf("INGEST_MAX_PAGES=%s INGEST_MAX_AGE=%s: %+v, %v; want %+v", tc.pages, tc.age, cfg.Ingest, err, tc.want)
+		}
 	}
 	cfg, err = load(map[string]string{"INGEST_SITEMAP_URL": "HTTPS://Site.Example:8443/sitemap.xml?k=v", "INGEST_INTERVAL": "0"})
 	if err != nil {
@@ -194,6 +208,13 @@ func TestConfigIngest(t *testing.T) {
 		{"INGEST_INTERVAL": "500ms"},
 		{"INGEST_INTERVAL": "-1h"},
 		{"INGEST_INTERVAL": "hourly"},
+		{"INGEST_MAX_PAGES": "0"},
+		{"INGEST_MAX_PAGES": "2000000"},
+		{"INGEST_MAX_PAGES": "lots"},
+		{"INGEST_MAX_AGE": "30m"},
+		{"INGEST_MAX_AGE": "-1d"},
+		{"INGEST_MAX_AGE": "1.5d"},
+		{"INGEST_MAX_AGE": "weekly"},
 	} {
 		_, err := load(bad)
 		for name, v := range bad {

@@ -51,12 +51,6 @@ func (c *Crawler) Sitemap(ctx context.Context, sitemapURL string) ([]string, err
 	return out, nil
 }
 
-// SitemapEntries is ReadSitemap's entries, without the count of those left out.
-func (c *Crawler) SitemapEntries(ctx context.Context, sitemapURL string) ([]SitemapEntry, error) {
-	list, err := c.ReadSitemap(ctx, sitemapURL)
-	return list.Entries, err
-}
-
 // SitemapEntry is a page a sitemap lists, with its <lastmod> (zero: none, or one that
 // is not a W3C datetime), never later than when the sitemap was fetched.
 type SitemapEntry struct {

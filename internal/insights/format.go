@@ -34,8 +34,9 @@ func (r *Report) WriteText(w io.Writer) {
 		p("  %-10s %d, %d found nothing\n", ch, c.Total, c.NoResult)
 	}
 	p("Hand-overs  %d offered (an answer pointed to the contact page), %d called (a visitor's assistant filled in the contact form)\n", r.Handovers.Offered, r.Handovers.Called)
-	p("Fair use    visitors at their daily share: %s; calls the paced budget refused: %s; proof of work: %s\n\n",
+	p("Fair use    visitors at their daily share: %s; calls the paced budget refused: %s; proof of work: %s\n",
 		fairUseCounts(r.FairUse.SharesReached), fairUseCounts(r.FairUse.Paced), fairUseCounts(r.FairUse.ProofOfWork))
+	p("Index       %s\n\n", r.Index.summary())
 	p("Most cited pages (cited in answers / top search result)\n")
 	if len(r.TopPages) == 0 {
 		p("  none yet\n")
@@ -61,8 +62,10 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 	p("| fell back to search results | %s |\n", cmp.Or(joinCounts(r.Answers.Fallback, nil), "0"))
 	p("| searches | %d |\n| found nothing relevant | %d%s |\n", r.Searches.Total, r.Searches.NoResult, share(r.Searches.NoResult, r.Searches.Total))
 	p("| hand-overs offered / called | %d / %d |\n", r.Handovers.Offered, r.Handovers.Called)
-	p("| visitors at their daily share | %s |\n| calls the paced budget refused | %s |\n| proof of work | %s |\n\n",
+	p("| visitors at their daily share | %s |\n| calls the paced budget refused | %s |\n| proof of work | %s |\n",
 		fairUseCounts(r.FairUse.SharesReached), fairUseCounts(r.FairUse.Paced), fairUseCounts(r.FairUse.ProofOfWork))
+	p("| last full sync of the index | %s |\n| pages the sitemap listed beyond INGEST_MAX_PAGES, left out | %d |\n\n",
+		cmp.Or(r.Index.LastFullSync, "none yet"), r.Index.LeftOut)
 	p("## Feedback\n\n| answer kind | answers | up | down | reasons of the thumbs-down |\n|---|---:|---:|---:|---|\n")
 	for _, f := range r.Feedback {
 		p("| %s | %d | %d | %d | %s |\n", f.Kind, f.Answers, f.Up, f.Down, cmp.Or(joinCounts(f.Reasons, reasonLabels), "–"))
@@ -79,6 +82,17 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 	for _, d := range r.Daily {
 		p("| %s | %d | %d | %d | %d | %d | %d | %d |\n", d.Day, d.Answers, d.Up, d.Down, d.Searches, d.NoResult, d.HandoversOffered, d.HandoversCalled)
 	}
+}
+
+// summary says when the last full sync finished and what it left out.
+func (x IndexSync) summary() string {
+	if x.LastFullSync == "" {
+		return "no full sync with the site yet"
+	}
+	if x.LeftOut == 0 {
+		return "last full sync " + x.LastFullSync + ", every page the sitemap lists indexed"
+	}
+	return fmt.Sprintf("last full sync %s: %d pages the sitemap lists left out (over INGEST_MAX_PAGES; the newest are indexed)", x.LastFullSync, x.LeftOut)
 }
 
 // fairUseCounts lists fair-use counts by budget kind or outcome, "0" for none.

@@ -2,6 +2,7 @@ package insights
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -32,6 +33,16 @@ type Report struct {
 	// NeverCited are the indexed pages no answer cited in the last 30 days.
 	NeverCited PageList `json:"neverCited"`
 	Daily      []DayRow `json:"daily"` // newest first, days with any count
+	// Index is the last successful full sync of the index with the site.
+	Index IndexSync `json:"index"`
+}
+
+// IndexSync is what the last successful full sync of the index with the site says of
+// the index's size: when it finished, and how many pages the sitemap listed beyond
+// INGEST_MAX_PAGES, which it left out (the newest are indexed).
+type IndexSync struct {
+	LastFullSync string `json:"lastFullSync"` // RFC 3339, UTC; "" before the first
+	LeftOut      int    `json:"leftOut"`
 }
 
 // AnswerCounts are the chat's answers by kind, and why answers fell back to search
@@ -161,7 +172,26 @@ func Read(ctx context.Context, pool *pgxpool.Pool, days int) (*Report, error) {
 	if err := r.readPages(ctx, pool, from); err != nil {
 		return nil, err
 	}
+	if err := r.readIndex(ctx, pool); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// readIndex reads the last successful full sync (on serve's timer or a publish hook's
+// for the whole site; not `sitetools ingest`, which records none).
+func (r *Report) readIndex(ctx context.Context, pool *pgxpool.Pool) error {
+	var at *time.Time
+	err := pool.QueryRow(ctx, `SELECT finished_at, left_out FROM index_syncs
+		WHERE all_pages AND outcome IN ('ok', 'partial') ORDER BY finished_at DESC LIMIT 1`).Scan(&at, &r.Index.LeftOut)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return pgerr.Wrap("insights.Read", err)
+	}
+	r.Index.LastFullSync = at.UTC().Format(time.RFC3339)
+	return nil
 }
 
 // count adds one row of activity_daily to the report and to its day.

@@ -44,6 +44,9 @@ type SyncPages struct {
 	Skipped     int `json:"skipped"`     // not fetched: the sitemap's lastmod was not newer
 	Removed     int `json:"removed"`
 	Failed      int `json:"failed"`
+	// LeftOut counts the pages the sitemap listed beyond INGEST_MAX_PAGES: not indexed
+	// (the newest were), and removed if they were.
+	LeftOut int `json:"leftOut"`
 }
 
 // SyncRequest is a publish hook's request: the whole site, or URLs (normalised and
@@ -108,13 +111,13 @@ func NewIndexSyncs(db *DB) *IndexSyncs {
 func (s *IndexSyncs) Holder() string { return s.holder }
 
 const syncColumns = `id::text, trigger, state, coalesce(outcome, ''), all_pages, urls, holder, created_at, started_at, finished_at,
-	added, updated, unchanged, not_modified, skipped, removed, failed, bytes_fetched, coalesce(error, '')`
+	added, updated, unchanged, not_modified, skipped, removed, failed, left_out, bytes_fetched, coalesce(error, '')`
 
 func scanSync(row pgx.Row) (IndexSync, error) {
 	var j IndexSync
 	p := &j.Pages
 	err := row.Scan(&j.ID, &j.Trigger, &j.State, &j.Outcome, &j.All, &j.URLs, &j.Holder, &j.Created, &j.Started, &j.Finished,
-		&p.Added, &p.Updated, &p.Unchanged, &p.NotModified, &p.Skipped, &p.Removed, &p.Failed, &j.BytesFetched, &j.Error)
+		&p.Added, &p.Updated, &p.Unchanged, &p.NotModified, &p.Skipped, &p.Removed, &p.Failed, &p.LeftOut, &j.BytesFetched, &j.Error)
 	return j, err
 }
 
@@ -230,7 +233,7 @@ func scanSyncWith(row pgx.Row, hash *[]byte) (IndexSync, error) {
 	var j IndexSync
 	p := &j.Pages
 	err := row.Scan(hash, &j.ID, &j.Trigger, &j.State, &j.Outcome, &j.All, &j.URLs, &j.Holder, &j.Created, &j.Started, &j.Finished,
-		&p.Added, &p.Updated, &p.Unchanged, &p.NotModified, &p.Skipped, &p.Removed, &p.Failed, &j.BytesFetched, &j.Error)
+		&p.Added, &p.Updated, &p.Unchanged, &p.NotModified, &p.Skipped, &p.Removed, &p.Failed, &p.LeftOut, &j.BytesFetched, &j.Error)
 	return j, err
 }
 
@@ -295,8 +298,8 @@ func (s *IndexSyncs) Finish(ctx context.Context, id, outcome string, p SyncPages
 	}
 	_, err := s.db.Pool.Exec(ctx, `UPDATE index_syncs SET state = $2, outcome = $3, finished_at = now(), heartbeat_at = now(),
 		added = $4, updated = $5, unchanged = $6, not_modified = $7, skipped = $8, removed = $9, failed = $10,
-		bytes_fetched = $11, error = $12 WHERE id = $1`,
-		id, state, outcome, p.Added, p.Updated, p.Unchanged, p.NotModified, p.Skipped, p.Removed, p.Failed, bytesFetched, errText)
+		bytes_fetched = $11, error = $12, left_out = $13 WHERE id = $1`,
+		id, state, outcome, p.Added, p.Updated, p.Unchanged, p.NotModified, p.Skipped, p.Removed, p.Failed, bytesFetched, errText, p.LeftOut)
 	return Wrap("postgres.IndexSyncs.Finish", err)
 }
 
@@ -328,6 +331,15 @@ func LastFullSync(ctx context.Context, db *DB) (at time.Time, age time.Duration,
 		return time.Time{}, 0, false, Wrap("postgres.LastFullSync", err)
 	}
 	return *t, time.Duration(*seconds * float64(time.Second)), true, nil
+}
+
+// LastFullSyncLeftOut returns how many pages the last successful full sync left out
+// (SyncPages.LeftOut), 0 if none finished.
+func LastFullSyncLeftOut(ctx context.Context, db *DB) (int, error) {
+	var n int
+	err := db.Pool.QueryRow(ctx, `SELECT coalesce((SELECT left_out FROM index_syncs
+		WHERE all_pages AND outcome IN ('ok', 'partial') ORDER BY finished_at DESC LIMIT 1), 0)`).Scan(&n)
+	return n, Wrap("postgres.LastFullSyncLeftOut", err)
 }
 
 // LastSync returns the sync that finished last, of any trigger, or nil if none did.

@@ -14,7 +14,7 @@ import (
 
 // PageStates returns the content hash, source and validators of every page, by URL.
 func (s *SiteIndex) PageStates(ctx context.Context) (map[string]sitesearch.PageState, error) {
-	rows, err := s.db.Pool.Query(ctx, `SELECT url, content_hash, source, coalesce(etag, ''), coalesce(last_modified, ''), lastmod FROM pages`)
+	rows, err := s.db.Pool.Query(ctx, `SELECT url, content_hash, source, coalesce(etag, ''), coalesce(last_modified, ''), lastmod, fetched_at FROM pages`)
 	if err != nil {
 		return nil, Wrap("postgres.SiteIndex.PageStates", err)
 	}
@@ -24,7 +24,7 @@ func (s *SiteIndex) PageStates(ctx context.Context) (map[string]sitesearch.PageS
 	for rows.Next() {
 		var st sitesearch.PageState
 		var lastmod *time.Time
-		if err := rows.Scan(&url, &st.Hash, &st.Source, &st.ETag, &st.LastModified, &lastmod); err != nil {
+		if err := rows.Scan(&url, &st.Hash, &st.Source, &st.ETag, &st.LastModified, &lastmod, &st.Fetched); err != nil {
 			return nil, Wrap("postgres.SiteIndex.PageStates", err)
 		}
 		if lastmod != nil {
@@ -36,12 +36,18 @@ func (s *SiteIndex) PageStates(ctx context.Context) (map[string]sitesearch.PageS
 }
 
 // KeepPage records that an unchanged page now comes from source, with the validators of
-// its latest response and sitemap entry; a row with all of them already is not written.
+// its latest response and sitemap entry, and when it was fetched in full if v says; a
+// row with all of them already is not written.
 func (s *SiteIndex) KeepPage(ctx context.Context, url, source string, v sitesearch.Validators) error {
 	etag, lastModified, lastmod := validatorArgs(v)
-	_, err := s.db.Pool.Exec(ctx, `UPDATE pages SET source = $2, etag = $3, last_modified = $4, lastmod = $5
-		WHERE url = $1 AND (source <> $2 OR etag IS DISTINCT FROM $3 OR last_modified IS DISTINCT FROM $4 OR lastmod IS DISTINCT FROM $5)`,
-		url, source, etag, lastModified, lastmod)
+	var fetched *time.Time
+	if !v.Fetched.IsZero() {
+		fetched = &v.Fetched
+	}
+	_, err := s.db.Pool.Exec(ctx, `UPDATE pages SET source = $2, etag = $3, last_modified = $4, lastmod = $5, fetched_at = coalesce($6, fetched_at)
+		WHERE url = $1 AND (source <> $2 OR etag IS DISTINCT FROM $3 OR last_modified IS DISTINCT FROM $4 OR lastmod IS DISTINCT FROM $5
+			OR fetched_at IS DISTINCT FROM coalesce($6, fetched_at))`,
+		url, source, etag, lastModified, lastmod, fetched)
 	return Wrap("postgres.SiteIndex.KeepPage", err)
 }
 
@@ -101,12 +107,16 @@ func validatorArgs(v sitesearch.Validators) (etag, lastModified *string, lastmod
 func (s *SiteIndex) PutPage(ctx context.Context, m sitesearch.IndexModel, p sitesearch.PageRecord, chunks []sitesearch.ChunkRecord, vocabulary bool) error {
 	batch := &pgx.Batch{}
 	etag, lastModified, lastmod := validatorArgs(p.Validators)
-	batch.Queue(`INSERT INTO pages (url, path, title, lang, body, content_hash, source, etag, last_modified, lastmod)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+	var fetched *time.Time
+	if !p.Fetched.IsZero() {
+		fetched = &p.Fetched
+	}
+	batch.Queue(`INSERT INTO pages (url, path, title, lang, body, content_hash, source, etag, last_modified, lastmod, fetched_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, coalesce($11, now()))
 		ON CONFLICT (url) DO UPDATE SET path = EXCLUDED.path, title = EXCLUDED.title, lang = EXCLUDED.lang, body = EXCLUDED.body,
 			content_hash = EXCLUDED.content_hash, source = EXCLUDED.source, etag = EXCLUDED.etag,
-			last_modified = EXCLUDED.last_modified, lastmod = EXCLUDED.lastmod, updated_at = now()`,
-		p.URL, p.Path, p.Title, p.Lang, p.Body, p.Hash, p.Source, etag, lastModified, lastmod)
+			last_modified = EXCLUDED.last_modified, lastmod = EXCLUDED.lastmod, fetched_at = EXCLUDED.fetched_at, updated_at = now()`,
+		p.URL, p.Path, p.Title, p.Lang, p.Body, p.Hash, p.Source, etag, lastModified, lastmod, fetched)
 	n := len(chunks)
 	ords, headings, anchors, bodies := make([]int32, n), make([]string, n), make([]string, n), make([]string, n)
 	hashes, configs, contexts, vectors := make([]string, n), make([]string, n), make([]string, n), make([]pgvector.Vector, n)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -41,6 +42,12 @@ type Ingester struct {
 	// Partial says the walk yields some of the source's pages, not all: Sync then removes
 	// only the pages the walk found gone (404, 410), and leaves the others alone.
 	Partial bool
+	// MaxAge is how long a stored page may go without being fetched in full: past it (at
+	// a share of it fixed by the page's URL, from half to all), the walk asks for it
+	// without validators, whatever its <lastmod> (PageState.Due). 0: never.
+	MaxAge time.Duration
+	// Now is the clock of MaxAge and of when a page was fetched (nil: time.Now).
+	Now func() time.Time
 	// Progress is told about every page and every embedding call (nil: nothing).
 	Progress func(IngestStats)
 }
@@ -80,6 +87,9 @@ type IngestStats struct {
 	// reached the provider without an answer (given up at their deadline, a broken
 	// connection, a 5xx), each sized as the query path sizes a reservation.
 	Unknown int
+	// LeftOut counts the pages the source listed beyond its limit (a sitemap's past
+	// INGEST_MAX_PAGES): not yielded, so not indexed. The caller that cut the list sets it.
+	LeftOut int
 }
 
 func (s IngestStats) String() string {
@@ -90,7 +100,7 @@ func (s IngestStats) String() string {
 	return fmt.Sprintf("%d pages: %d added, %d updated, %d unchanged, %d removed, %d failed; "+
 		"%d chunks embedded in %d calls (%s), %d reused; %d not fetched (sitemap lastmod), %d not modified (304), %d bytes fetched",
 		s.Pages, s.Added, s.Updated, s.Unchanged, s.Removed, s.Failed, s.ChunksEmbedded, s.EmbedCalls, tokens, s.ChunksReused,
-		s.Skipped, s.NotModified, s.BytesFetched)
+		s.Skipped, s.NotModified, s.BytesFetched) + leftOut(s.LeftOut)
 }
 
 // Walk yields the documents of a source, one call of fn each. known tells it what the
@@ -130,6 +140,7 @@ func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestS
 	if err != nil {
 		return st, err
 	}
+	in.markDue(stored)
 	b := newBatcher(ctx, in, source, &st, len(stored) == 0)
 	b.w.vocabulary = in.pageVocabulary()
 	seen := map[string]bool{}

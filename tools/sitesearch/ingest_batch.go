@@ -87,7 +87,7 @@ func (b *batcher) add(ctx context.Context, doc *content.Document, have PageState
 	chunks := content.ChunkDocument(doc, b.opts)
 	p := &pendingPage{
 		page: PageRecord{URL: doc.URL, Path: doc.Path, Title: doc.Title, Lang: doc.Lang, Body: pageBody(doc), Hash: hash, Source: b.source,
-			Validators: validatorsOf(doc)},
+			Validators: b.in.fetchedNow(validatorsOf(doc))},
 		records: make([]ChunkRecord, len(chunks)),
 	}
 	cfg := tsConfig(doc.Lang)
@@ -130,7 +130,10 @@ func (b *batcher) add(ctx context.Context, doc *content.Document, have PageState
 // keep records what moved of an unchanged page: its source, its validators.
 func (b *batcher) keep(ctx context.Context, doc *content.Document, have PageState) error {
 	v := validatorsOf(doc)
-	if have.Source == b.source && have.ETag == v.ETag && have.LastModified == v.LastModified && have.Lastmod.Equal(v.Lastmod) {
+	if have.Due && !doc.NotModified {
+		v = b.in.fetchedNow(v) // the full fetch MaxAge asked for
+	}
+	if v.Fetched.IsZero() && have.Source == b.source && have.ETag == v.ETag && have.LastModified == v.LastModified && have.Lastmod.Equal(v.Lastmod) {
 		return nil
 	}
 	return pageErr(doc, b.in.Index.KeepPage(ctx, doc.URL, b.source, v))

@@ -10,7 +10,7 @@ import (
 // SitemapWalk is the walk of a sitemap's entries with crawler. A stored page whose
 // <lastmod> has not moved since it was stored (both known) is not fetched at all; the
 // others are asked for conditionally when the index holds validators of them, and a 304
-// stands for the stored page.
+// stands for the stored page. A page Due is fetched in full, whatever its <lastmod>.
 func SitemapWalk(ctx context.Context, crawler *content.Crawler, entries []content.SitemapEntry) Walk {
 	return func(known func(string) (PageState, bool), fn func(*content.Document) error) (WalkResult, error) {
 		var res WalkResult
@@ -18,12 +18,12 @@ func SitemapWalk(ctx context.Context, crawler *content.Crawler, entries []conten
 		for _, e := range entries {
 			have, ok := known(e.URL)
 			lastmod := e.Lastmod.Truncate(time.Microsecond) // as the index keeps it
-			if ok && !lastmod.IsZero() && !have.Lastmod.IsZero() && !lastmod.After(have.Lastmod) {
+			if ok && !have.Due && !lastmod.IsZero() && !have.Lastmod.IsZero() && !lastmod.After(have.Lastmod) {
 				res.Skipped = append(res.Skipped, e.URL)
 				continue
 			}
 			t := content.Target{URL: e.URL, Lastmod: e.Lastmod}
-			if ok {
+			if ok && !have.Due {
 				t.ETag, t.LastModified = have.ETag, have.LastModified
 			}
 			targets = append(targets, t)
@@ -43,15 +43,19 @@ func DirWalk(dir, baseURL string) Walk {
 }
 
 // URLWalk is the walk of just urls with crawler, for a Partial Sync: every one is
-// fetched, conditionally when the index holds validators of it, and a page keeps the
-// <lastmod> it was stored with (no sitemap was read to know a newer one).
+// fetched, conditionally when the index holds validators of it (and the page is not
+// Due), and a page keeps the <lastmod> it was stored with (no sitemap was read to know a
+// newer one).
 func URLWalk(ctx context.Context, crawler *content.Crawler, urls []string) Walk {
 	return func(known func(string) (PageState, bool), fn func(*content.Document) error) (WalkResult, error) {
 		targets := make([]content.Target, len(urls))
 		for i, u := range urls {
 			targets[i] = content.Target{URL: u}
 			if have, ok := known(u); ok {
-				targets[i].ETag, targets[i].LastModified, targets[i].Lastmod = have.ETag, have.LastModified, have.Lastmod
+				targets[i].Lastmod = have.Lastmod
+				if !have.Due {
+					targets[i].ETag, targets[i].LastModified = have.ETag, have.LastModified
+				}
 			}
 		}
 		return fetchWalk(ctx, crawler, targets, fn)

@@ -25,7 +25,8 @@ type Index interface {
 	Search(ctx context.Context, q Query) ([]Hit, error)
 	// Page finds a page by absolute URL or by path; nil when there is none.
 	Page(ctx context.Context, urlOrPath string) (*StoredPage, error)
-	// PageStates returns the content hash, source and validators of every page, by URL.
+	// PageStates returns the content hash, source and validators of every page, by URL
+	// (Due not set).
 	PageStates(ctx context.Context) (map[string]PageState, error)
 	// KeepPage records that an unchanged page now comes from source, with the validators
 	// of its latest response and sitemap entry; it writes only when one of them moved.
@@ -59,14 +60,21 @@ type Index interface {
 type PageState struct {
 	Hash, Source string
 	Validators
+	// Due says the stored copy is older than the ingest's MaxAge allows: the walk fetches
+	// it in full, without validators. Sync sets it; no index stores it.
+	Due bool
 }
 
 // Validators are what a re-crawl needs to fetch a page conditionally, or not at all: the
 // ETag and Last-Modified headers of the response its stored copy came from, as sent, and
-// the sitemap's <lastmod> it was listed with then (zero: none).
+// the sitemap's <lastmod> it was listed with then (zero: none); and when the stored copy
+// was last fetched in full, for a re-crawl to know when not to take a 304 for it.
 type Validators struct {
 	ETag, LastModified string
 	Lastmod            time.Time
+	// Fetched is when the page was last fetched in full. Given to KeepPage it is recorded
+	// (zero: left as it is); PutPage records it, or the time of writing when zero.
+	Fetched time.Time
 }
 
 // PageRecord is a page as the index stores it.
