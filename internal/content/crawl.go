@@ -196,10 +196,13 @@ func (c *Crawler) FetchTargets(ctx context.Context, targets []Target, fn func(*D
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
+	// One robots.txt an origin, asked for once: nil (none, or unavailable) allows all and
+	// is remembered too, or a site without one would be asked for it before every page.
 	robots := map[string]*crawlRobots{}
 	if !c.IgnoreRobots {
 		for _, t := range targets {
-			if o := crawlOrigin(t.URL); o != "" && robots[o] == nil {
+			o := crawlOrigin(t.URL)
+			if _, asked := robots[o]; o != "" && !asked {
 				robots[o] = c.robots(ctx, o)
 			}
 		}

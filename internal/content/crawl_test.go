@@ -423,3 +423,48 @@ func TestCrawlOrigin(t *testing.T) {
 		})
 	}
 }
+
+// TestFetchRobotsOnce: robots.txt is asked for once per crawl, also when the site has
+// none (404) or cannot serve it (5xx), which allow every page; and the pages of one
+// origin share a few connections.
+func TestFetchRobotsOnce(t *testing.T) {
+	for _, status := range []int{http.StatusOK, http.StatusNotFound, http.StatusServiceUnavailable} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			var robots, conns atomic.Int32
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/robots.txt" {
+					robots.Add(1)
+					w.WriteHeader(status)
+					fmt.Fprint(w, "User-agent: *\nDisallow: /private\n")
+					return
+				}
+				w.Header().Set("Content-Type", "text/html")
+				fmt.Fprint(w, crawlTestPage(r.URL.Path))
+			}))
+			srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+				if st == http.StateNew {
+					conns.Add(1)
+				}
+			}
+			srv.Start()
+			t.Cleanup(srv.Close)
+			urls := make([]string, 200)
+			for i := range urls {
+				urls[i] = fmt.Sprintf("%s/p%d", srv.URL, i)
+			}
+			c := &Crawler{Client: fetch.New(fetch.Options{AllowPrivate: true})}
+			st, err := c.Fetch(context.Background(), urls, func(*Document) error { return nil })
+			if err != nil || st.Pages != len(urls) {
+				t.Fatalf("Fetch: %+v, %v; want %d pages", st, err, len(urls))
+			}
+			if n := robots.Load(); n != 1 {
+				t.Errorf("robots.txt asked for %d times for %d pages; want once", n, len(urls))
+			}
+			// The crawler's 4 workers, one for robots.txt when its body is left unread, and
+			// a few the transport dials for a waiting request while another frees up.
+			if n := conns.Load(); n > 10 {
+				t.Errorf("%d connections for %d pages; want at most 10", n, len(urls))
+			}
+		})
+	}
+}

@@ -83,11 +83,15 @@ func New(o Options) *http.Client {
 	if !o.AllowPrivate {
 		dialer.Control = refuseNonPublic(o.Allow)
 	}
+	// A crawl asks one host for page after page from several workers: with Go's default
+	// of 2 idle connections a host, the others' were closed after each request and
+	// dialled again (on a real site, a TLS handshake a page).
 	transport := &http.Transport{
 		Proxy:                  nil,
 		DialContext:            dialer.DialContext,
 		ForceAttemptHTTP2:      true,
 		MaxIdleConns:           32,
+		MaxIdleConnsPerHost:    32,
 		IdleConnTimeout:        90 * time.Second,
 		TLSHandshakeTimeout:    10 * time.Second,
 		ResponseHeaderTimeout:  o.Timeout,
