@@ -36,7 +36,11 @@ func (r *Report) WriteText(w io.Writer) {
 	p("Hand-overs  %d offered (an answer pointed to the contact page), %d called (a visitor's assistant filled in the contact form)\n", r.Handovers.Offered, r.Handovers.Called)
 	p("Fair use    visitors at their daily share: %s; calls the paced budget refused: %s; proof of work: %s\n",
 		fairUseCounts(r.FairUse.SharesReached), fairUseCounts(r.FairUse.Paced), fairUseCounts(r.FairUse.ProofOfWork))
-	p("Index       %s\n\n", r.Index.summary())
+	p("Index       %s\n", r.Index.summary())
+	if rb := r.Index.Rebuild; rb != nil {
+		p("Rebuild     %s\n", rb.summary())
+	}
+	p("\n")
 	p("Most cited pages (cited in answers / top search result)\n")
 	if len(r.TopPages) == 0 {
 		p("  none yet\n")
@@ -66,6 +70,9 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 		fairUseCounts(r.FairUse.SharesReached), fairUseCounts(r.FairUse.Paced), fairUseCounts(r.FairUse.ProofOfWork))
 	p("| last full sync of the index | %s |\n| pages the sitemap listed beyond INGEST_MAX_PAGES, left out | %d |\n\n",
 		cmp.Or(r.Index.LastFullSync, "none yet"), r.Index.LeftOut)
+	if rb := r.Index.Rebuild; rb != nil {
+		p("Rebuild of the index: %s\n\n", rb.summary())
+	}
 	p("## Feedback\n\n| answer kind | answers | up | down | reasons of the thumbs-down |\n|---|---:|---:|---:|---|\n")
 	for _, f := range r.Feedback {
 		p("| %s | %d | %d | %d | %s |\n", f.Kind, f.Answers, f.Up, f.Down, cmp.Or(joinCounts(f.Reasons, reasonLabels), "–"))
@@ -93,6 +100,16 @@ func (x IndexSync) summary() string {
 		return "last full sync " + x.LastFullSync + ", every page the sitemap lists indexed"
 	}
 	return fmt.Sprintf("last full sync %s: %d pages the sitemap lists left out (over INGEST_MAX_PAGES; the newest are indexed)", x.LastFullSync, x.LeftOut)
+}
+
+// summary says what a rebuild is for and how far it got.
+func (x IndexRebuild) summary() string {
+	share := 100.0
+	if x.Total > 0 {
+		share = 100 * float64(x.Done) / float64(x.Total)
+	}
+	return fmt.Sprintf("for %s (%d dimensions) since %s: %d of %d chunks have their new vector (%.0f%%); search answers from the live vectors until it switches",
+		x.Model, x.Dimensions, x.Started, x.Done, x.Total, share)
 }
 
 // fairUseCounts lists fair-use counts by budget kind or outcome, "0" for none.

@@ -25,7 +25,8 @@ func TestReportFormats(t *testing.T) {
 		TopPages:   []insights.PageRow{{URL: "https://example.com/pricing", Title: "Pricing | Rates [2026]", Cited: 7, Top: 11}, {URL: "https://example.com/gone", Cited: 1}},
 		NeverCited: insights.PageList{Count: 120, Indexed: 140, Pages: []insights.PageRef{{URL: "https://example.com/faq", Title: "FAQ"}}},
 		Daily:      []insights.DayRow{{Day: "2026-12-02", Answers: 12, Up: 4, Down: 3, Searches: 40, NoResult: 5, HandoversOffered: 3, HandoversCalled: 1}},
-		Index:      insights.IndexSync{LastFullSync: "2026-12-02T09:15:00Z", LeftOut: 30},
+		Index: insights.IndexSync{LastFullSync: "2026-12-02T09:15:00Z", LeftOut: 30,
+			Rebuild: &insights.IndexRebuild{Model: "embeddinggemma", Dimensions: 768, Started: "2026-12-02T10:00:00Z", Done: 250, Total: 1000}},
 	}
 	var text strings.Builder
 	r.WriteText(&text)
@@ -44,6 +45,7 @@ func TestReportFormats(t *testing.T) {
 		"Never cited in the last 30 days: 120 of 140 pages",
 		"Index       last full sync 2026-12-02T09:15:00Z: 30 pages the sitemap lists left out (over INGEST_MAX_PAGES; the newest are indexed)",
 		"… and 119 more",
+		"Rebuild     for embeddinggemma (768 dimensions) since 2026-12-02T10:00:00Z: 250 of 1000 chunks have their new vector (25%)",
 	} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())
@@ -58,6 +60,7 @@ func TestReportFormats(t *testing.T) {
 		`| [Pricing \| Rates \[2026\]](https://example.com/pricing) | 7 | 11 |`,
 		"| 2026-12-02 | 12 | 4 | 3 | 40 | 5 | 3 | 1 |",
 		"| last full sync of the index | 2026-12-02T09:15:00Z |\n| pages the sitemap listed beyond INGEST_MAX_PAGES, left out | 30 |",
+		"Rebuild of the index: for embeddinggemma (768 dimensions) since 2026-12-02T10:00:00Z: 250 of 1000 chunks",
 	} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("Markdown report lacks %q:\n%s", want, md.String())

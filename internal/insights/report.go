@@ -43,6 +43,19 @@ type Report struct {
 type IndexSync struct {
 	LastFullSync string `json:"lastFullSync"` // RFC 3339, UTC; "" before the first
 	LeftOut      int    `json:"leftOut"`
+	// Rebuild is the rebuild for another model under way (or stopped, to resume), nil
+	// when there is none.
+	Rebuild *IndexRebuild `json:"rebuild"`
+}
+
+// IndexRebuild is a rebuild of the index's vectors for another model: which, since when,
+// and how many chunks have their new vector of all.
+type IndexRebuild struct {
+	Model      string `json:"model"`
+	Dimensions int    `json:"dimensions"`
+	Started    string `json:"started"` // RFC 3339, UTC
+	Done       int64  `json:"done"`
+	Total      int64  `json:"total"`
 }
 
 // AnswerCounts are the chat's answers by kind, and why answers fell back to search
@@ -178,11 +191,24 @@ func Read(ctx context.Context, pool *pgxpool.Pool, days int) (*Report, error) {
 	return r, nil
 }
 
-// readIndex reads the last successful full sync (on serve's timer or a publish hook's
-// for the whole site; not `sitetools ingest`, which records none).
+// readIndex reads the rebuild under way, if any, and the last successful full sync (on
+// serve's timer or a publish hook's for the whole site; not `sitetools ingest`, which
+// records none).
 func (r *Report) readIndex(ctx context.Context, pool *pgxpool.Pool) error {
+	var rb IndexRebuild
+	var started time.Time
+	err := pool.QueryRow(ctx, `SELECT model, dimensions, started_at,
+		(SELECT count(*) FROM chunks WHERE embedding_next IS NOT NULL), (SELECT count(*) FROM chunks) FROM index_rebuild`).
+		Scan(&rb.Model, &rb.Dimensions, &started, &rb.Done, &rb.Total)
+	switch {
+	case err == nil:
+		rb.Started = started.UTC().Format(time.RFC3339)
+		r.Index.Rebuild = &rb
+	case !errors.Is(err, pgx.ErrNoRows):
+		return pgerr.Wrap("insights.Read", err)
+	}
 	var at *time.Time
-	err := pool.QueryRow(ctx, `SELECT finished_at, left_out FROM index_syncs
+	err = pool.QueryRow(ctx, `SELECT finished_at, left_out FROM index_syncs
 		WHERE all_pages AND outcome IN ('ok', 'partial') ORDER BY finished_at DESC LIMIT 1`).Scan(&at, &r.Index.LeftOut)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil

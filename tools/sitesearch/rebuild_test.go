@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sitetools/sitetools/internal/insights"
 	"github.com/sitetools/sitetools/internal/llm"
 	"github.com/sitetools/sitetools/internal/llm/llmtest"
 	"github.com/sitetools/sitetools/internal/postgres"
@@ -96,6 +97,10 @@ func TestRebuildResumesAndSwitches(t *testing.T) {
 	if hits, err := searchWith(t, live, before, 1); err != nil || len(hits) == 0 {
 		t.Fatalf("the live index during the rebuild: %d hits, %v", len(hits), err)
 	}
+	if r, err := insights.Read(ctx, db.Pool, 1); err != nil || r.Index.Rebuild == nil || r.Index.Rebuild.Model != "fake-after" ||
+		r.Index.Rebuild.Done != int64(s.built) || r.Index.Rebuild.Total != int64(s.total) {
+		t.Errorf("the owner's report during the rebuild: %+v, %v", r.Index.Rebuild, err)
+	}
 
 	builtBefore, requests := s.built, len(fake.Requests())
 	in.Embedder = after
@@ -115,6 +120,9 @@ func TestRebuildResumesAndSwitches(t *testing.T) {
 		t.Fatalf("after the switch: %+v", s)
 	}
 	t.Logf("%d chunks; %d made before the stop, the rest in %d requests after", s.total, builtBefore, len(fake.Requests())-requests)
+	if r, err := insights.Read(ctx, db.Pool, 1); err != nil || r.Index.Rebuild != nil {
+		t.Errorf("the owner's report after the switch: rebuild %+v, %v; want none", r.Index.Rebuild, err)
+	}
 	if _, err := searchWith(t, live, before, 1); !errors.Is(err, sitesearch.ErrIndexSwitched) {
 		t.Errorf("a query vector of the model before: %v; want ErrIndexSwitched", err)
 	}
