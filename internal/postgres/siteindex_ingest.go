@@ -165,22 +165,7 @@ func (s *SiteIndex) Finish(ctx context.Context, dims int) error {
 // buildVectorIndex creates the HNSW index of chunks' embeddings of dims dimensions unless
 // it exists, with enough maintenance_work_mem for the graph of the rows there are.
 func buildVectorIndex(ctx context.Context, tx pgx.Tx, dims int) error {
-	name := fmt.Sprintf("chunks_embedding_hnsw_%d", dims)
-	var exists bool
-	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, name).Scan(&exists); err != nil || exists {
-		return err
-	}
-	var rows, have int64
-	if err := tx.QueryRow(ctx, `SELECT count(*), pg_size_bytes(current_setting('maintenance_work_mem')) FROM chunks`).Scan(&rows, &have); err != nil {
-		return err
-	}
-	if want := vectorIndexMemory(rows, dims); want > have {
-		if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL maintenance_work_mem = '%dkB'`, want>>10)); err != nil {
-			return err
-		}
-	}
-	_, err := tx.Exec(ctx, fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON chunks USING hnsw ((embedding::vector(%d)) vector_cosine_ops)`, name, dims))
-	return err
+	return buildHNSW(ctx, tx, fmt.Sprintf("chunks_embedding_hnsw_%d", dims), "embedding", dims)
 }
 
 // vectorIndexMemory is the maintenance_work_mem that keeps the HNSW graph of rows vectors
