@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sitetools/sitetools/internal/postgres"
+	"github.com/sitetools/sitetools/tools/sitesearch"
 )
 
 // syncMetrics are the index sync's metrics: counters of the runs of this replica, and a
@@ -47,6 +48,8 @@ func newSyncMetrics(db *postgres.DB, interval time.Duration, logger *slog.Logger
 			"This replica's INGEST_INTERVAL in seconds; 0 when it syncs on no timer (no INGEST_SITEMAP_URL, or INGEST_INTERVAL=0).", nil, nil),
 		leftOut: prometheus.NewDesc("sitetools_index_sync_left_out_pages",
 			"Pages the sitemap listed beyond INGEST_MAX_PAGES that the last successful full sync left out of the index (the newest are indexed), cluster-wide.", nil, nil),
+		rebuild: prometheus.NewDesc("sitetools_index_rebuild_chunks",
+			"A rebuild of the index's vectors for another model, under way or stopped: chunks that have their new vector (of=\"done\") and all chunks (of=\"total\"); both 0 when there is none, cluster-wide.", []string{"of"}, nil),
 	})
 	for _, o := range syncPageOutcomes {
 		m.pages.WithLabelValues(o)
@@ -80,7 +83,7 @@ type syncCollector struct {
 	interval time.Duration
 	logger   *slog.Logger
 
-	last, age, every, leftOut *prometheus.Desc
+	last, age, every, leftOut, rebuild *prometheus.Desc
 }
 
 // Describe implements prometheus.Collector.
@@ -89,6 +92,7 @@ func (c *syncCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.age
 	ch <- c.every
 	ch <- c.leftOut
+	ch <- c.rebuild
 }
 
 // Collect implements prometheus.Collector.
@@ -104,10 +108,17 @@ func (c *syncCollector) Collect(ch chan<- prometheus.Metric) {
 	if err == nil {
 		leftOut, err = postgres.LastFullSyncLeftOut(ctx, c.db)
 	}
+	var rebuild sitesearch.RebuildProgress
+	if err == nil {
+		// The chunks are counted only while a rebuild is recorded.
+		rebuild, _, err = postgres.NewSiteIndex(c.db, 0).RebuildProgress(ctx)
+	}
 	if err != nil {
 		c.logger.Debug("index sync metrics: database unavailable", "err", err.Error())
 		return
 	}
+	ch <- prometheus.MustNewConstMetric(c.rebuild, prometheus.GaugeValue, float64(rebuild.Done), "done")
+	ch <- prometheus.MustNewConstMetric(c.rebuild, prometheus.GaugeValue, float64(rebuild.Total), "total")
 	last := 0.0
 	if ok {
 		last = float64(at.UnixNano()) / 1e9

@@ -102,6 +102,7 @@ type reindexSetup struct {
 	dbURL, site string
 	newer       map[string]string // the new configuration
 	bases       []string
+	admins      []string
 	queries     *modelLog
 }
 
@@ -126,6 +127,7 @@ func startReindexSetup(t *testing.T) *reindexSetup {
 		vars["LISTEN_ADDR"], vars["ADMIN_LISTEN_ADDR"] = addrs[2*i], addrs[2*i+1]
 		testkit.Start(t, binary, vars, "serve")
 		r.bases = append(r.bases, "http://"+addrs[2*i])
+		r.admins = append(r.admins, "http://"+addrs[2*i+1])
 		waitFor(t, 30*time.Second, "replica ready", func() bool { return get(r.bases[i], "/readyz") == nil })
 	}
 	return r
@@ -177,8 +179,12 @@ func TestReindexWithoutAGap(t *testing.T) {
 	rebuild := maps.Clone(r.newer)
 	rebuild["EMBEDDINGS_BASE_URL"], rebuild["EMBEDDINGS_BATCH_SIZE"] = slowURL, "2"
 	proc := testkit.Start(t, binary, rebuild, "ingest", "--dir", r.site, "--base-url", "https://example.com", "--reindex")
+	building := 0.0 // the most chunks the metric showed built
 	for proc.Alive() == nil {
 		v.search()
+		if len(v.results)%50 == 0 {
+			building = max(building, metric(t, r.admins[0], "sitetools_index_rebuild_chunks", map[string]string{"of": "done"}))
+		}
 	}
 	ended := time.Now()
 	if err := proc.Err(); err != nil {
@@ -208,6 +214,9 @@ func TestReindexWithoutAGap(t *testing.T) {
 	t.Logf("%d searches, %d during the rebuild; %d answered by the old model's vectors, %d by the new one's; %d embedded again after the switch overtook them",
 		len(v.results), during, switched, len(v.results)-switched, v.retried)
 	checkSwitchedTo(t, r.dbURL, "fake-new", 48)
+	if after := metric(t, r.admins[1], "sitetools_index_rebuild_chunks", map[string]string{"of": "total"}); building == 0 || after != 0 {
+		t.Errorf("sitetools_index_rebuild_chunks: at most %v chunks built seen during the rebuild, %v in all after it; want some, then 0", building, after)
+	}
 }
 
 // checkSwitchedTo checks that the index holds model's vectors alone, of dims, one switch
