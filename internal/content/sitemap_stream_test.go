@@ -249,8 +249,11 @@ func TestSitemapBombs(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
+			began := time.Now()
 			_, err := (&Crawler{}).ReadSitemap(context.Background(), srv.URL+tc.path)
+			took := time.Since(began)
 			runtime.ReadMemStats(&after)
+			t.Logf("refused after %s, %.1f MB allocated", took.Round(time.Millisecond), float64(after.TotalAlloc-before.TotalAlloc)/(1<<20))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
