@@ -219,9 +219,32 @@ type liveCache struct {
 	last liveModel
 }
 
+// Candidate returns the index of the rebuild under way (or stopped) for another model:
+// searches on it compare with the vectors made so far beside the live ones (a chunk not
+// yet made is not found by the vector half), with queries embedded by the rebuild's model,
+// so that an owner can measure it before it switches (`sitetools eval --candidate`). ok is
+// false when there is no rebuild. Its vectors have no HNSW index before the switch: the
+// vector half measures every chunk, which is exact and, for an evaluation, fast enough.
+func (s *SiteIndex) Candidate(ctx context.Context) (c *SiteIndex, m sitesearch.IndexModel, ok bool, err error) {
+	err = s.db.Pool.QueryRow(ctx, `SELECT model, dimensions, query_prefix, document_prefix FROM index_rebuild`).
+		Scan(&m.Name, &m.Dimensions, &m.QueryPrefix, &m.DocumentPrefix)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, m, false, nil
+	}
+	if err != nil {
+		return nil, m, false, Wrap("postgres.SiteIndex.Candidate", err)
+	}
+	model := m
+	return &SiteIndex{db: s.db, dims: m.Dimensions, candidate: &model}, m, true, nil
+}
+
 // Live returns the model the live vectors were made with and its generation, or ok false
-// for an empty index; read at most once a liveTTL.
+// for an empty index; read at most once a liveTTL. For a Candidate, it is the rebuild's
+// model, of no generation.
 func (s *SiteIndex) Live(ctx context.Context) (m sitesearch.IndexModel, gen int64, ok bool, err error) {
+	if s.candidate != nil {
+		return *s.candidate, 0, true, nil
+	}
 	s.live.mu.Lock()
 	last := s.live.last
 	s.live.mu.Unlock()

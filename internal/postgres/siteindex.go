@@ -23,6 +23,9 @@ type SiteIndex struct {
 	// Live), not necessarily the configured one.
 	statements sync.Map // int → searchStatements
 	live       liveCache
+	// candidate is the rebuild's model when this index searches its vectors beside the
+	// live ones (Candidate); nil: the live vectors.
+	candidate *sitesearch.IndexModel
 }
 
 // searchStatements are the filtered and unfiltered search statements of one dimension.
@@ -38,7 +41,11 @@ func (s *SiteIndex) statementsFor(dims int) searchStatements {
 	if st, ok := s.statements.Load(dims); ok {
 		return st.(searchStatements)
 	}
-	st := searchStatements{filtered: SearchSQL(dims, true), unfiltered: SearchSQL(dims, false)}
+	column := "embedding"
+	if s.candidate != nil {
+		column = "embedding_next"
+	}
+	st := searchStatements{filtered: searchSQLOn(column, dims, true), unfiltered: searchSQLOn(column, dims, false)}
 	s.statements.Store(dims, st)
 	return st
 }
@@ -143,10 +150,10 @@ WITH q AS (
 ),
 vec AS (
 	SELECT id, dist, row_number() OVER (ORDER BY dist) AS rank FROM (
-		SELECT c.id, c.embedding::vector(%[1]d) <=> $2::vector(%[1]d) AS dist
+		SELECT c.id, c.%[9]s::vector(%[1]d) <=> $2::vector(%[1]d) AS dist
 		FROM chunks c%[7]s
 		WHERE $2::vector IS NOT NULL AND ($9::bigint = 0 OR $9::bigint = (SELECT generation FROM index_meta))%[8]s
-		ORDER BY c.embedding::vector(%[1]d) <=> $2::vector(%[1]d)
+		ORDER BY c.%[9]s::vector(%[1]d) <=> $2::vector(%[1]d)
 		LIMIT %[2]d) s
 ),
 -- The query's words that are no stop word of English or German, each with its forms: the
@@ -230,11 +237,17 @@ LIMIT $3`
 // leaves the pages out of the candidates' search and answers nothing unless lang and
 // pathPrefix are empty. Benchmarks run it directly.
 func SearchSQL(dims int, filtered bool) string {
+	return searchSQLOn("embedding", dims, filtered)
+}
+
+// searchSQLOn is SearchSQL with the vector half on column: embedding, or a rebuild's
+// embedding_next (Candidate).
+func searchSQLOn(column string, dims int, filtered bool) string {
 	join, where := "", " AND $4 = '' AND $5 = ''"
 	if filtered {
 		join, where = " JOIN pages p ON p.id = c.page_id", " AND ($4 = '' OR p.lang = $4) AND p.path LIKE $5 || '%'"
 	}
-	return fmt.Sprintf(searchSQL, dims, candidates, rrfK, allCandidates, termCandidates, preRanked, join, where)
+	return fmt.Sprintf(searchSQL, dims, candidates, rrfK, allCandidates, termCandidates, preRanked, join, where, column)
 }
 
 // instantSQL is search_site's as-you-type search, full-text only: every word typed so far

@@ -3,6 +3,7 @@ package sitesearch_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -97,6 +98,7 @@ func TestRebuildResumesAndSwitches(t *testing.T) {
 	if hits, err := searchWith(t, live, before, 1); err != nil || len(hits) == 0 {
 		t.Fatalf("the live index during the rebuild: %d hits, %v", len(hits), err)
 	}
+	checkCandidate(t, live, after)
 	if r, err := insights.Read(ctx, db.Pool, 1); err != nil || r.Index.Rebuild == nil || r.Index.Rebuild.Model != "fake-after" ||
 		r.Index.Rebuild.Done != int64(s.built) || r.Index.Rebuild.Total != int64(s.total) {
 		t.Errorf("the owner's report during the rebuild: %+v, %v", r.Index.Rebuild, err)
@@ -153,5 +155,31 @@ func TestRebuildForAnotherModelStartsOver(t *testing.T) {
 	s := stateOf(t, db)
 	if st.Rebuild.Resumed || s.model != "fake-second" || s.dims != 64 || s.liveDimsWrong != 0 || s.generation != 2 {
 		t.Fatalf("rebuild %+v; index %+v", st.Rebuild, s)
+	}
+}
+
+// checkCandidate searches the vectors a stopped rebuild made so far, with a query vector
+// of its model: its vector half finds chunks, as the live index's does with its own.
+func checkCandidate(t *testing.T, live *postgres.SiteIndex, after llm.Embedder) {
+	t.Helper()
+	c, m, ok, err := live.Candidate(context.Background())
+	if err != nil || !ok || m.Name != "fake-after" || m.Dimensions != 256 {
+		t.Fatalf("candidate: %+v, %v, %v", m, ok, err)
+	}
+	if got, gen, ok, err := c.Live(context.Background()); err != nil || !ok || got != m || gen != 0 {
+		t.Errorf("the candidate's model: %+v generation %d; want the rebuild's, of none", got, gen)
+	}
+	hits, err := searchWith(t, c, after, 0)
+	if err != nil || len(hits) == 0 {
+		t.Fatalf("candidate search: %d hits, %v", len(hits), err)
+	}
+	byVector := 0
+	for _, h := range hits {
+		if slices.Contains(h.Matched, "vector") {
+			byVector++
+		}
+	}
+	if byVector == 0 {
+		t.Errorf("no hit of the candidate search came from its vectors: %+v", hits)
 	}
 }
