@@ -94,6 +94,9 @@ const (
 	ChannelChat Channel = "chat"
 	// ChannelInternal is a call from inside the process (no Request in the context).
 	ChannelInternal Channel = "internal"
+	// ChannelEval is `sitetools eval`: the owner's own questions, asked from the command
+	// line to measure the search.
+	ChannelEval Channel = "eval"
 )
 
 // Request describes who is calling, for rate limits, idempotency and metrics. It

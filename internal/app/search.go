@@ -121,9 +121,7 @@ func newSearch(ctx context.Context, cfg config.Config, db *postgres.DB, p search
 		Pool: db.Pool, Embedder: embedder, QueryPrefix: cfg.Embeddings.Prefixes.Query, Budget: s.Budget, Ledger: s.Ledger,
 		PricePerMTok: cfg.Embeddings.PricePerMTok, Timeout: cfg.Embeddings.Timeout, Breaker: p.breaker,
 		EmbedderFor: func(model string, dims int) (llm.Embedder, error) {
-			other := cfg.Embeddings
-			other.Model, other.Dimensions = model, dims
-			return NewEmbedder(other, ForQueries, logger)
+			return embedderFor(cfg.Embeddings, model, dims, logger)
 		},
 		Logger: logger, Registerer: p.reg,
 	})
@@ -140,6 +138,20 @@ func newSearch(ctx context.Context, cfg config.Config, db *postgres.DB, p search
 		LexicalEmbedder: cfg.Embeddings.Provider == "local", RelevantDistance: cfg.Search.RelevantDistance,
 	})
 	return s, err
+}
+
+// embedderFor is the query embedder of an index made by another model than the configured
+// one: the built-in local embedder for its own vectors, else the configured provider's
+// model. The local provider makes no other model's vectors.
+func embedderFor(cfg config.Embeddings, model string, dims int, logger *slog.Logger) (llm.Embedder, error) {
+	if model == llm.LocalModel {
+		return llm.NewLocal(dims)
+	}
+	if cfg.Provider != "openai" {
+		return nil, fmt.Errorf("the index's model %s is not the built-in local one: set EMBEDDINGS_PROVIDER=openai and EMBEDDINGS_BASE_URL to its provider", model)
+	}
+	cfg.Model, cfg.Dimensions = model, dims
+	return NewEmbedder(cfg, ForQueries, logger)
 }
 
 // LoadSynonyms reads SEARCH_SYNONYMS_FILE; "" is none. Every problem of the file is

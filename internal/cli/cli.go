@@ -34,6 +34,8 @@ commands:
   report     answer ratings, searches that found nothing, hand-overs and page coverage
              of the last days [--days N] [--format text|json|markdown]
   prune      apply the retention now (serve does it every hour)
+  eval       measure the search with your own questions: eval FILE [--json] [--min-hit3 0.8]
+             [--candidate | --candidate-database URL]
   appointments add|list|cancel   manage bookings (busy time for get_free_slots)
   version    print the version
 `
@@ -74,6 +76,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return reportCmd(ctx, rest, stdout)
 	case "prune":
 		return pruneCmd(ctx, rest, stdout)
+	case "eval":
+		return evalCmd(ctx, rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "sitetools", Version())
 		return nil
