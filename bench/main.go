@@ -51,6 +51,8 @@ type settings struct {
 	// writeSite, when set, is where to write the generated site of the scale sections
 	// (Markdown) instead of benchmarking: the browser benchmarks search it too.
 	writeSite string
+	// largePages is how many pages the large-site section's site has.
+	largePages int
 }
 
 func parseFlags(args []string, stderr io.Writer) (settings, error) {
@@ -67,6 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	fs.StringVar(&s.cpuprofile, "cpuprofile", "", "write a CPU profile of the measured rounds to this file")
 	fs.BoolVar(&s.strict, "strict", false, "exit non-zero when a scenario misses its goal")
 	fs.StringVar(&s.writeSite, "write-scale-site", "", "write the generated site of the scale sections (10 000 Markdown pages) into this new directory, and do nothing else")
+	fs.IntVar(&s.largePages, "large-site-pages", 100_000, "pages of the generated site the "+largeSiteName+" section syncs through serve")
 	fs.IntVar(&s.hnsw.rows, "hnsw-rows", 100_000, "random vectors in the HNSW recall table")
 	fs.IntVar(&s.hnsw.queries, "hnsw-queries", 200, "random query vectors for HNSW recall")
 	fs.Uint64Var(&s.hnsw.seed, "hnsw-seed", 1, "seed of the HNSW table's and queries' random vectors")
@@ -79,6 +82,9 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	}
 	if s.conns < 1 || s.rounds < 1 || s.duration <= 0 || s.warmup < 0 {
 		return s, errors.New("-c and -rounds must be at least 1, -duration positive, -warmup not negative")
+	}
+	if s.largePages < 1 || s.largePages > 1_000_000 {
+		return s, errors.New("-large-site-pages must be from 1 to 1 000 000")
 	}
 	if s.hnsw.rows < 1000 || s.hnsw.queries < 1 {
 		return s, errors.New("-hnsw-rows must be at least 1000 and -hnsw-queries at least 1")

@@ -23,6 +23,8 @@ var sections = []section{
 	{name: scaleIngestName, run: runScaleIngest},
 	{name: scaleSearchName, run: runScaleSearch},
 	{name: upkeepName, run: runUpkeep},
+	// Last: it loads a database of its own (dropped after) and runs serve as a process.
+	{name: largeSiteName, run: runLargeSite},
 }
 
 // sectionEnv is what a section may use: the settings, the benchmarked database's
