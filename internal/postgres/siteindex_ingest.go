@@ -20,6 +20,9 @@ func (s *SiteIndex) PageStates(ctx context.Context) (map[string]sitesearch.PageS
 	}
 	defer rows.Close()
 	out := map[string]sitesearch.PageState{}
+	// Nearly every page has one of a few sources: one copy of each, not one a page (at
+	// 100 000 pages, megabytes of a sync's peak).
+	sources := map[string]string{}
 	var url string
 	for rows.Next() {
 		var st sitesearch.PageState
@@ -29,6 +32,11 @@ func (s *SiteIndex) PageStates(ctx context.Context) (map[string]sitesearch.PageS
 		}
 		if lastmod != nil {
 			st.Lastmod = *lastmod
+		}
+		if src, ok := sources[st.Source]; ok {
+			st.Source = src
+		} else {
+			sources[st.Source] = st.Source
 		}
 		out[url] = st
 	}
