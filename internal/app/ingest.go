@@ -64,6 +64,8 @@ func (s SitemapIngest) Run(ctx context.Context, cfg config.Config, db *postgres.
 	fetchOpts := cfg.Fetch
 	fetchOpts.MaxBytes = max(fetchOpts.MaxBytes, content.MaxSitemapBytes+1) // a page has the crawler's own limit
 	crawler := &content.Crawler{Client: fetch.New(fetchOpts), Concurrency: s.Concurrency, MaxPages: cfg.Ingest.MaxPages, Now: s.Now, Logger: logger}
+	// The PDFs the pages link to on their own site, fetched as the pages are.
+	in.Linked = func(urls []string) sitesearch.Walk { return sitesearch.URLWalk(ctx, crawler, urls) }
 	var walk sitesearch.Walk
 	total, leftOut := len(s.URLs), 0
 	if s.URLs != nil {

@@ -189,7 +189,7 @@ func countPages(root string) int {
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			switch strings.ToLower(filepath.Ext(p)) {
-			case ".md", ".markdown", ".html", ".htm":
+			case ".md", ".markdown", ".html", ".htm", ".pdf":
 				n++
 			}
 		}

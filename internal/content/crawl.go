@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sitetools/sitetools/internal/fetch"
+	"github.com/sitetools/sitetools/internal/pdftext"
 )
 
 // DefaultUserAgent identifies the crawler to the sites it fetches.
@@ -30,6 +31,9 @@ type Crawler struct {
 	// the most URLs Fetch takes (more is an error); default 100 000.
 	MaxPages int
 	MaxBytes int64 // a larger page is skipped; default 5 MB
+	// PDF reads the PDFs among the pages (their content type application/pdf, or no type
+	// and a name in .pdf), each up to MaxPDFBytes; nil: pdftext.Default.
+	PDF *pdftext.Reader
 	// Now is the clock a sitemap's <lastmod> is held to (nil: time.Now).
 	Now func() time.Time
 
@@ -64,6 +68,10 @@ type CrawlStats struct {
 	GoneURLs []string
 	// BytesFetched counts the page bodies read, in bytes (robots.txt not included).
 	BytesFetched int64
+	// Rejected are the documents refused for what they hold (an encrypted or broken PDF,
+	// one over a cap of the PDF reader), sorted by URL; each is counted in Skipped, or in
+	// Failed when it ran out of time (which a less busy moment may not).
+	Rejected []Rejection
 }
 
 // Target is a URL to fetch, with what the caller knows of the copy it holds: the
@@ -166,6 +174,7 @@ type crawlResult struct {
 	reason  error
 	gone    bool  // skipped on a 404 or 410
 	bytes   int64 // of the body read
+	refused bool  // for what it holds: reason is a *RejectedError
 }
 
 // Fetch fetches urls, at most Concurrency at a time, and calls fn with each
@@ -227,6 +236,7 @@ func (c *Crawler) FetchTargets(ctx context.Context, targets []Target, fn func(*D
 	}
 	slices.Sort(stats.FailedURLs)
 	slices.Sort(stats.GoneURLs)
+	slices.SortFunc(stats.Rejected, func(a, b Rejection) int { return strings.Compare(a.URL, b.URL) })
 	if fnErr != nil {
 		return stats, fnErr
 	}
@@ -278,6 +288,10 @@ func (c *Crawler) fetchAll(ctx context.Context, targets []Target, robots map[str
 // tally counts one result, passing a parsed page to fn, whose error it returns.
 func (c *Crawler) tally(r crawlResult, fn func(*Document) error, stats *CrawlStats) error {
 	stats.BytesFetched += r.bytes
+	if rej, ok := rejection(r.reason); ok && r.refused {
+		stats.Rejected = append(stats.Rejected, rej)
+		c.logger().Warn("ingest: document refused", "url", r.url, "reason", rej.Reason)
+	}
 	switch r.outcome {
 	case crawlPage:
 		if err := fn(r.doc); err != nil {
@@ -314,6 +328,7 @@ func (c *Crawler) fetchOne(ctx context.Context, t Target, robots *crawlRobots) c
 		res.reason = errors.New("disallowed by robots.txt")
 		return res
 	}
+	outer := ctx // a PDF's reading has a deadline of its own
 	ctx, cancel := context.WithTimeout(ctx, c.timeout())
 	defer cancel()
 	resp, err := c.get(ctx, t)
@@ -345,7 +360,9 @@ func (c *Crawler) fetchOne(ctx context.Context, t Target, robots *crawlRobots) c
 		return res
 	}
 	ct := resp.Header.Get("Content-Type")
-	if mt, _, _ := mime.ParseMediaType(ct); mt != "text/html" && mt != "application/xhtml+xml" {
+	mt, _, _ := mime.ParseMediaType(ct)
+	pdf := isPDF(mt, u.Path)
+	if !pdf && mt != "text/html" && mt != "application/xhtml+xml" {
 		res.reason = fmt.Errorf("content type %q is not HTML", ct)
 		return res
 	}
@@ -353,7 +370,11 @@ func (c *Crawler) fetchOne(ctx context.Context, t Target, robots *crawlRobots) c
 		res.reason = errNoIndex
 		return res
 	}
-	res = c.readPage(res, resp, ct)
+	if pdf {
+		res = c.readPDF(outer, res, resp)
+	} else {
+		res = c.readPage(res, resp, ct)
+	}
 	if res.doc != nil {
 		res.doc.ETag, res.doc.LastModified, res.doc.Lastmod = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), t.Lastmod
 	}
@@ -367,7 +388,7 @@ func (c *Crawler) get(ctx context.Context, t Target) (*http.Response, error) {
 		return nil, err
 	}
 	req.Header.Set("User-Agent", c.userAgent())
-	req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1")
+	req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,application/pdf;q=0.8,*/*;q=0.1")
 	if t.ETag != "" {
 		req.Header.Set("If-None-Match", t.ETag)
 	}

@@ -2,6 +2,7 @@ package content
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -49,6 +50,9 @@ type Document struct {
 	ETag, LastModified string
 	// Lastmod is the sitemap's <lastmod> the page was listed with (zero: none).
 	Lastmod time.Time
+	// Links are the page's links to PDFs on its own origin (absolute, without fragment; at
+	// most MaxLinksPerPage): a sync fetches those its sitemap does not list.
+	Links []string
 	// NotModified says the server answered 304 to a conditional request: the document has
 	// its URL, Path and validators, nothing else (no body was read, nothing parsed). The
 	// crawler yields such documents only for the targets that carried validators.
@@ -117,6 +121,7 @@ func ParseMarkdown(src []byte, pageURL string) (*Document, error) {
 		return nil, fmt.Errorf("content.ParseMarkdown: %s: %w", pageURL, err)
 	}
 	doc.Sections = extractSections(extractFind(root, "body"), true)
+	doc.Links = extractLinks(root, doc.URL)
 	doc.Title = extractSpace(fm.Title)
 	if doc.Title == "" {
 		doc.Title = extractFirstH1(doc.Sections)
@@ -162,6 +167,7 @@ func extractHTML(src []byte, pageURL, contentType string) (*Document, error) {
 		return nil, fmt.Errorf("%s: %w", pageURL, err)
 	}
 	title, lang, noindex := extractHTMLMeta(root)
+	doc.Links = extractLinks(root, doc.URL)
 	// Boilerplate goes before readability sees the page: on a short page,
 	// readability may otherwise keep a site header as content.
 	extractPrune(root, false)
@@ -199,9 +205,10 @@ func extractHTML(src []byte, pageURL, contentType string) (*Document, error) {
 
 // DocumentFromFile reads file (relative to root, or absolute inside root)
 // and parses it by its extension: .md and .markdown as Markdown, .html and
-// .htm as HTML. Its URL is baseURL plus the file's path: "index.md" → "/",
-// "blog/index.md" → "/blog/", "services/web-platforms.md" →
-// "/services/web-platforms", "about.html" → "/about.html", "blog/index.html" → "/blog/".
+// .htm as HTML, .pdf as PDF (ParsePDF, with pdftext.Default). Its URL is baseURL plus
+// the file's path: "index.md" → "/", "blog/index.md" → "/blog/",
+// "services/web-platforms.md" → "/services/web-platforms", "about.html" →
+// "/about.html", "blog/index.html" → "/blog/", "files/prices.pdf" → "/files/prices.pdf".
 func DocumentFromFile(root, file, baseURL string) (*Document, error) {
 	rel := file
 	if filepath.IsAbs(file) {
@@ -224,14 +231,20 @@ func DocumentFromFile(root, file, baseURL string) (*Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("content.DocumentFromFile: %w", err)
 	}
-	if info.Size() > MaxPageBytes {
+	ext := strings.ToLower(path.Ext(rel))
+	if ext == ".pdf" && info.Size() > MaxPDFBytes {
+		return nil, &RejectedError{URL: pageURL, Err: fmt.Errorf("%d bytes, over the limit of %d for a PDF", info.Size(), MaxPDFBytes)}
+	}
+	if ext != ".pdf" && info.Size() > MaxPageBytes {
 		return nil, fmt.Errorf("content.DocumentFromFile: %s: %w", rel, ErrPageTooLarge)
 	}
 	src, err := os.ReadFile(full)
 	if err != nil {
 		return nil, fmt.Errorf("content.DocumentFromFile: %w", err)
 	}
-	switch strings.ToLower(path.Ext(rel)) {
+	switch ext {
+	case ".pdf":
+		return ParsePDF(context.Background(), src, pageURL, nil)
 	case ".md", ".markdown":
 		return ParseMarkdown(src, pageURL)
 	default:
@@ -239,27 +252,36 @@ func DocumentFromFile(root, file, baseURL string) (*Document, error) {
 	}
 }
 
-// WalkDir calls fn for every Markdown and HTML file under root, in order of
+// WalkDir calls fn for every Markdown, HTML and PDF file under root, in order of
 // their slash-separated paths. Hidden files and directories (".name") are
 // skipped, and so are symbolic links, which could lead outside root, and
 // pages that ask not to be indexed (Document.NoIndex): an ingest then
 // removes them from the index if they were in it. An
 // error from parsing or from fn stops the walk: an ingest that silently
-// skipped a page would remove it from the index.
+// skipped a page would remove it from the index. A PDF refused for what it holds
+// (encrypted, broken, over a cap) is not such an error: it is left out (WalkDirReport
+// returns it).
 func WalkDir(root, baseURL string, fn func(*Document) error) error {
+	_, err := WalkDirReport(root, baseURL, fn)
+	return err
+}
+
+// WalkDirReport is WalkDir, and returns the PDFs it left out for what they hold, each
+// with its reason.
+func WalkDirReport(root, baseURL string, fn func(*Document) error) ([]Rejection, error) {
 	if _, err := extractParseBase(baseURL); err != nil {
-		return fmt.Errorf("content.WalkDir: %w", err)
+		return nil, fmt.Errorf("content.WalkDir: %w", err)
 	}
 	files, err := SiteFiles(root)
 	if err != nil {
-		return fmt.Errorf("content.WalkDir: %w", err)
+		return nil, fmt.Errorf("content.WalkDir: %w", err)
 	}
 	return walkParsed(files, func(f string) (*Document, error) {
 		return DocumentFromFile(root, filepath.FromSlash(f), baseURL)
 	}, fn)
 }
 
-// SiteFiles are the Markdown and HTML files under root, as slash-separated paths
+// SiteFiles are the Markdown, HTML and PDF files under root, as slash-separated paths
 // relative to it, in order. Hidden files and directories (".name") are skipped, and so
 // are symbolic links, which could lead outside root.
 func SiteFiles(root string) ([]string, error) {
@@ -292,7 +314,7 @@ func SiteFiles(root string) ([]string, error) {
 // stops at the first error of parse or fn. The files are parsed ahead on up to
 // walkWorkers goroutines, at most walkAhead documents ahead of fn, so that parsing the
 // next pages overlaps with what fn does with this one.
-func walkParsed(files []string, parse func(string) (*Document, error), fn func(*Document) error) error {
+func walkParsed(files []string, parse func(string) (*Document, error), fn func(*Document) error) ([]Rejection, error) {
 	type parsed struct {
 		doc *Document
 		err error
@@ -328,20 +350,25 @@ func walkParsed(files []string, parse func(string) (*Document, error), fn func(*
 			}
 		})
 	}
+	var rejected []Rejection
 	for i := range files {
 		r := <-results[i]
 		<-window
+		if rej, ok := rejection(r.err); ok {
+			rejected = append(rejected, rej)
+			continue
+		}
 		if r.err != nil {
-			return r.err
+			return rejected, r.err
 		}
 		if r.doc.NoIndex {
 			continue
 		}
 		if err := fn(r.doc); err != nil {
-			return err
+			return rejected, err
 		}
 	}
-	return nil
+	return rejected, nil
 }
 
 // walkWorkers bounds the goroutines parsing pages for WalkDir, walkAhead how many pages
@@ -353,7 +380,7 @@ const (
 
 func extractSupported(name string) bool {
 	switch strings.ToLower(path.Ext(name)) {
-	case ".md", ".markdown", ".html", ".htm":
+	case ".md", ".markdown", ".html", ".htm", ".pdf":
 		return true
 	}
 	return false
@@ -382,7 +409,9 @@ func extractFileURL(rel, baseURL string) (string, error) {
 	var p string
 	switch {
 	case !extractSupported(name):
-		return "", fmt.Errorf("%s: not a Markdown or HTML file", rel)
+		return "", fmt.Errorf("%s: not a Markdown, HTML or PDF file", rel)
+	case strings.EqualFold(ext, ".pdf"):
+		p = "/" + rel
 	case stem == "index":
 		p = "/" + dir
 	case strings.EqualFold(ext, ".md") || strings.EqualFold(ext, ".markdown"):

@@ -50,6 +50,12 @@ type Ingester struct {
 	Now func() time.Time
 	// Progress is told about every page and every embedding call (nil: nothing).
 	Progress func(IngestStats)
+	// Linked is the walk of the PDFs that the pages yielded link to on their own site and
+	// that the walk did not yield (content.Document.Links), at most MaxLinkedPDFs a run,
+	// after the walk; in a full Sync also of the PDFs of the source the index holds that
+	// the walk did not yield, so that a PDF linked from an unchanged page (a 304, which
+	// has no links to read) stays while its server serves it. nil: none are followed.
+	Linked func(urls []string) Walk
 }
 
 // Model is what the ingester's vectors are made with, as the index records it.
@@ -90,6 +96,10 @@ type IngestStats struct {
 	// LeftOut counts the pages the source listed beyond its limit (a sitemap's past
 	// INGEST_MAX_PAGES): not yielded, so not indexed. The caller that cut the list sets it.
 	LeftOut int
+	// Rejected are the documents refused for what they hold (an encrypted or broken PDF,
+	// one over a cap of the PDF reader), each with its reason: not indexed, and not counted
+	// as pages but in Failed when they ran out of time (their indexed copy is kept).
+	Rejected []content.Rejection
 }
 
 func (s IngestStats) String() string {
@@ -100,7 +110,7 @@ func (s IngestStats) String() string {
 	return fmt.Sprintf("%d pages: %d added, %d updated, %d unchanged, %d removed, %d failed; "+
 		"%d chunks embedded in %d calls (%s), %d reused; %d not fetched (sitemap lastmod), %d not modified (304), %d bytes fetched",
 		s.Pages, s.Added, s.Updated, s.Unchanged, s.Removed, s.Failed, s.ChunksEmbedded, s.EmbedCalls, tokens, s.ChunksReused,
-		s.Skipped, s.NotModified, s.BytesFetched) + leftOut(s.LeftOut)
+		s.Skipped, s.NotModified, s.BytesFetched) + leftOut(s.LeftOut) + rejected(s.Rejected)
 }
 
 // Walk yields the documents of a source, one call of fn each. known tells it what the
@@ -120,6 +130,8 @@ type WalkResult struct {
 	Skipped []string
 	// BytesFetched counts the page bodies downloaded.
 	BytesFetched int64
+	// Rejected are the documents refused for what they hold, with their reasons.
+	Rejected []content.Rejection
 }
 
 // Sync ingests every document that walk yields under the name source, then removes the
@@ -145,6 +157,7 @@ func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestS
 	b.w.vocabulary = in.pageVocabulary()
 	seen := map[string]bool{}
 	var lost []string // 304s for pages the index no longer holds
+	links := newLinkSet()
 	known := func(u string) (PageState, bool) {
 		have, ok := stored[u]
 		if in.Reindex {
@@ -155,7 +168,8 @@ func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestS
 		}
 		return have, ok
 	}
-	res, err := walk(known, func(doc *content.Document) error {
+	yield := func(doc *content.Document) error {
+		links.add(doc.Links)
 		if seen[doc.URL] {
 			return nil
 		}
@@ -173,7 +187,11 @@ func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestS
 			in.Progress(st)
 		}
 		return nil
-	})
+	}
+	res, err := walk(known, yield)
+	if err == nil {
+		res, err = in.followLinks(source, res, links, stored, seen, known, yield)
+	}
 	if err == nil {
 		err = b.flush(ctx)
 	}
@@ -203,6 +221,7 @@ func (in *Ingester) finish(ctx context.Context, source string, st *IngestStats, 
 	}
 	st.Failed = len(res.Failed)
 	st.BytesFetched = res.BytesFetched
+	st.Rejected = res.Rejected
 	if in.Progress != nil {
 		in.Progress(*st)
 	}

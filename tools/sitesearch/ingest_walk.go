@@ -34,11 +34,13 @@ func SitemapWalk(ctx context.Context, crawler *content.Crawler, entries []conten
 	}
 }
 
-// DirWalk is the walk of the HTML and Markdown files under dir, as the pages of baseURL
-// (content.WalkDir); it reads every file, and fails no page.
+// DirWalk is the walk of the HTML, Markdown and PDF files under dir, as the pages of
+// baseURL (content.WalkDirReport); it reads every file, and fails no page. A PDF refused
+// for what it holds is reported (Rejected), and its indexed copy removed.
 func DirWalk(dir, baseURL string) Walk {
 	return func(_ func(string) (PageState, bool), fn func(*content.Document) error) (WalkResult, error) {
-		return WalkResult{}, content.WalkDir(dir, baseURL, fn)
+		rejected, err := content.WalkDirReport(dir, baseURL, fn)
+		return WalkResult{Rejected: rejected}, err
 	}
 }
 
@@ -65,5 +67,5 @@ func URLWalk(ctx context.Context, crawler *content.Crawler, urls []string) Walk 
 // fetchWalk fetches targets with crawler, yielding their documents to fn.
 func fetchWalk(ctx context.Context, crawler *content.Crawler, targets []content.Target, fn func(*content.Document) error) (WalkResult, error) {
 	stats, err := crawler.FetchTargets(ctx, targets, fn)
-	return WalkResult{Failed: stats.FailedURLs, Gone: stats.GoneURLs, BytesFetched: stats.BytesFetched}, err
+	return WalkResult{Failed: stats.FailedURLs, Gone: stats.GoneURLs, BytesFetched: stats.BytesFetched, Rejected: stats.Rejected}, err
 }
