@@ -6,6 +6,7 @@ package searcheval
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -59,9 +61,6 @@ func Parse(name string, r io.Reader) ([]Question, error) {
 	} else {
 		qs, problems = parseYAML(b)
 	}
-	for _, q := range qs {
-		problems = append(problems, check(q)...)
-	}
 	if len(problems) == 0 && len(qs) == 0 {
 		problems = append(problems, "no questions: write one entry per question, e.g.\n"+
 			"    - question: How much is a day of consulting?\n      page: /pricing")
@@ -70,9 +69,17 @@ func Parse(name string, r io.Reader) ([]Question, error) {
 		problems = append(problems, fmt.Sprintf("%d questions; at most %d", len(qs), MaxQuestions))
 	}
 	if len(problems) > 0 {
+		slices.SortStableFunc(problems, func(a, b string) int { return cmp.Compare(lineOf(a), lineOf(b)) })
 		return nil, &FileError{Name: name, Problems: problems}
 	}
 	return qs, nil
+}
+
+// lineOf is the line a problem names ("line 12: …"), for listing them in order; 0 if none.
+func lineOf(problem string) int {
+	var n int
+	_, _ = fmt.Sscanf(problem, "line %d:", &n)
+	return n
 }
 
 func isJSONL(name string, b []byte) bool {
@@ -110,24 +117,29 @@ func parseJSONL(b []byte) (qs []Question, problems []string) {
 			continue
 		}
 		q := Question{Question: e.Question, Lang: e.Lang, Label: e.Label, Where: where}
+		ok := true
 		for _, raw := range []json.RawMessage{e.Page, e.Pages} {
 			pages, err := stringOrList(raw)
 			if err != nil {
-				problems = append(problems, fmt.Sprintf("%s: page(s) must be a string or a list of strings", where))
+				problems, ok = append(problems, fmt.Sprintf("%s: page(s) must be a string or a list of strings", where)), false
 			}
 			q.Pages = append(q.Pages, pages...)
 		}
+		problems = append(problems, check(q, map[string]bool{"page": !ok})...)
 		qs = append(qs, q)
 	}
 	return qs, problems
 }
 
 func jsonProblem(err error) string {
-	var syntax *json.SyntaxError
-	if errors.As(err, &syntax) {
-		return "not a JSON object: " + err.Error()
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &typ) && typ.Field != "":
+		return typ.Field + " must be text"
+	case strings.HasPrefix(err.Error(), "json: unknown field"):
+		return strings.TrimPrefix(err.Error(), "json: ")
 	}
-	return strings.TrimPrefix(err.Error(), "json: ")
+	return "not a JSON object on one line: " + strings.TrimPrefix(err.Error(), "json: ")
 }
 
 func stringOrList(raw json.RawMessage) ([]string, error) {
@@ -170,9 +182,10 @@ func parseYAML(b []byte) (qs []Question, problems []string) {
 		return nil, append(problems, fmt.Sprintf("line %d: expected a list of questions, each starting with \"- question:\"", list.Line))
 	}
 	for _, item := range list.Content {
-		q, p := yamlEntry(item)
+		q, bad, p := yamlEntry(item)
 		problems = append(problems, p...)
 		if q != nil {
+			problems = append(problems, check(*q, bad)...)
 			qs = append(qs, *q)
 		}
 	}
@@ -180,20 +193,19 @@ func parseYAML(b []byte) (qs []Question, problems []string) {
 }
 
 // yamlEntry reads one entry of the list, a mapping of question, page or pages, lang and
-// label.
-func yamlEntry(item *yaml.Node) (*Question, []string) {
+// label. bad names the fields of the wrong kind, whose problem is said.
+func yamlEntry(item *yaml.Node) (q *Question, bad map[string]bool, problems []string) {
 	where := fmt.Sprintf("line %d", item.Line)
 	if item.Kind != yaml.MappingNode {
-		return nil, []string{where + ": expected an entry with question: and page: (or pages:)"}
+		return nil, nil, []string{where + ": expected an entry with question: and page: (or pages:)"}
 	}
-	q := &Question{Where: where}
-	var problems []string
+	q, bad = &Question{Where: where}, map[string]bool{}
 	for i := 0; i+1 < len(item.Content); i += 2 {
 		k, v := item.Content[i], item.Content[i+1]
 		switch k.Value {
 		case "question", "lang", "label":
 			if v.Kind != yaml.ScalarNode {
-				problems = append(problems, fmt.Sprintf("line %d: %s must be text", v.Line, k.Value))
+				problems, bad[k.Value] = append(problems, fmt.Sprintf("line %d: %s must be text", v.Line, k.Value)), true
 				continue
 			}
 			switch k.Value {
@@ -211,26 +223,27 @@ func yamlEntry(item *yaml.Node) (*Question, []string) {
 				pages = []string{v.Value}
 			case yaml.SequenceNode:
 				if err := v.Decode(&pages); err != nil {
-					problems = append(problems, fmt.Sprintf("line %d: %s must be a path or a list of paths", v.Line, k.Value))
+					problems, bad["page"] = append(problems, fmt.Sprintf("line %d: %s must be a path or a list of paths", v.Line, k.Value)), true
 				}
 			default:
-				problems = append(problems, fmt.Sprintf("line %d: %s must be a path or a list of paths", v.Line, k.Value))
+				problems, bad["page"] = append(problems, fmt.Sprintf("line %d: %s must be a path or a list of paths", v.Line, k.Value)), true
 			}
 			q.Pages = append(q.Pages, pages...)
 		default:
 			problems = append(problems, fmt.Sprintf("line %d: unknown field %q (fields: question, page or pages, lang, label)", k.Line, k.Value))
 		}
 	}
-	return q, problems
+	return q, bad, problems
 }
 
-// check returns what is wrong with a question read without a syntax error.
-func check(q Question) []string {
+// check returns what is wrong with a question read without a syntax error; bad names
+// fields whose problem is already said.
+func check(q Question, bad map[string]bool) []string {
 	var problems []string
-	if strings.TrimSpace(q.Question) == "" {
+	if strings.TrimSpace(q.Question) == "" && !bad["question"] {
 		problems = append(problems, q.Where+": no question (question: as a visitor would ask it)")
 	}
-	if len(q.Pages) == 0 {
+	if len(q.Pages) == 0 && !bad["page"] {
 		problems = append(problems, q.Where+": no page (page: the path of the page that answers it, e.g. /pricing)")
 	}
 	for _, p := range q.Pages {
@@ -238,7 +251,7 @@ func check(q Question) []string {
 			problems = append(problems, fmt.Sprintf("%s: page %q is neither a path starting with / nor an http(s) URL", q.Where, p))
 		}
 	}
-	if q.Lang != "" && !langPattern.MatchString(q.Lang) {
+	if q.Lang != "" && !bad["lang"] && !langPattern.MatchString(q.Lang) {
 		problems = append(problems, fmt.Sprintf("%s: lang %q is not a two-letter language code such as en or de", q.Where, q.Lang))
 	}
 	return problems

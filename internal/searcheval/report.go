@@ -159,24 +159,38 @@ func writeTable(w io.Writer, s Scores) {
 }
 
 func writeComparison(w io.Writer, live, cand Scores) {
-	fmt.Fprintf(w, "%-22s %5s   %-22s   %-22s   %-22s\n", "", "", "hit@1", "hit@3", "MRR")
-	fmt.Fprintf(w, "%-22s %5s", "", "n")
-	for range 3 {
-		fmt.Fprintf(w, "   %6s %6s %6s", "live", "cand.", "Δ")
+	head := fmt.Sprintf("%-22s %5s", "", "")
+	cols := fmt.Sprintf("%-22s %5s", "", "n")
+	for _, metric := range []string{"hit@1", "hit@3", "MRR"} {
+		head += fmt.Sprintf("   %-23s", "        "+metric)
+		cols += fmt.Sprintf("   %7s %7s %7s", "live", "cand.", "Δ")
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintln(w, strings.TrimRight(head, " "))
+	fmt.Fprintln(w, cols)
 	for _, r := range tableRows(live, cand) {
 		if r.scores == nil {
 			fmt.Fprintln(w, r.name)
 			continue
 		}
 		l, c := r.scores[0], r.scores[1]
-		fmt.Fprintf(w, "%-22s %5d   %6s %6s %+6.1f   %6s %6s %+6.1f   %6.3f %6.3f %+6.3f\n", r.name, l.N,
-			percent(l.Hit1Rate()), percent(c.Hit1Rate()), 100*(c.Hit1Rate()-l.Hit1Rate()),
-			percent(l.Hit3Rate()), percent(c.Hit3Rate()), 100*(c.Hit3Rate()-l.Hit3Rate()),
-			l.MRR(), c.MRR(), c.MRR()-l.MRR())
+		fmt.Fprintf(w, "%-22s %5d   %7s %7s %7s   %7s %7s %7s   %7.3f %7.3f %7s\n", r.name, l.N,
+			percent(l.Hit1Rate()), percent(c.Hit1Rate()), points(c.Hit1Rate()-l.Hit1Rate()),
+			percent(l.Hit3Rate()), percent(c.Hit3Rate()), points(c.Hit3Rate()-l.Hit3Rate()),
+			l.MRR(), c.MRR(), signed(c.MRR()-l.MRR(), 3))
 	}
 	fmt.Fprintf(w, "\nΔ is the candidate's figure minus the live one's (hit@1 and hit@3 in percentage points). %s\n", verdict(live.All, cand.All))
+}
+
+// points is a difference of rates in percentage points.
+func points(d float64) string { return signed(100*d, 1) }
+
+// signed formats d with a sign and prec decimals; what rounds to zero has none.
+func signed(d float64, prec int) string {
+	s := fmt.Sprintf("%+.*f", prec, d)
+	if z := fmt.Sprintf("%.*f", prec, 0.0); s[1:] == z {
+		return z
+	}
+	return s
 }
 
 // verdict says which index did better on the questions: by hit@3, then by MRR.
