@@ -114,13 +114,16 @@ func (b *Budget) Kind() string { return b.opts.Kind }
 
 // Reservation holds tokens of a budget until the call settles.
 type Reservation struct {
-	b       *Budget
-	l       *lease
-	tokens  int64
+	b      *Budget
+	l      *lease
+	tokens int64 // what it reserves: charged when its delivery is unknown
+	// held is what it holds of its lease while in flight: at least tokens, more for a
+	// call that may count more than it reserves (ReserveHolding).
+	held    int64
 	expires time.Time // its call's deadline plus a margin
 	done    bool      // guarded by b.mu
-	// prepaid is what a reclaim of its lease already charged as spent (guarded by b.mu):
-	// settling charges only what the call used beyond it.
+	// prepaid is what a reclaim of its lease already charged as spent, its hold
+	// (guarded by b.mu): settling charges only what the call used beyond it.
 	prepaid int64
 	share   *share // its charge to its client's share; nil: none
 }
@@ -137,8 +140,18 @@ const (
 // reservation's lease ends at ctx's deadline plus a margin: a call still unsettled then
 // is charged as spent.
 func (b *Budget) Reserve(ctx context.Context, tokens int64) (*Reservation, error) {
+	return b.ReserveHolding(ctx, tokens, tokens)
+}
+
+// ReserveHolding reserves tokens as Reserve does, and holds hold tokens of today's budget
+// (at least tokens) until the call settles: what the call may cost if its provider
+// counts more than the reservation expects (Hold, and ratio.go on the bound it gives).
+// The call is charged what it reports, or tokens when its delivery is unknown; a
+// client's share is charged tokens.
+func (b *Budget) ReserveHolding(ctx context.Context, tokens, hold int64) (*Reservation, error) {
 	tokens = max(tokens, 0)
-	if b.opts.Limit > 0 && tokens > b.opts.Limit {
+	hold = max(hold, tokens)
+	if b.opts.Limit > 0 && hold > b.opts.Limit {
 		return nil, ErrBudgetExhausted
 	}
 	expires := time.Now().Add(callDefault)
@@ -152,7 +165,7 @@ func (b *Budget) Reserve(ctx context.Context, tokens int64) (*Reservation, error
 		return nil, err
 	}
 	r.share = sh
-	if err := b.take(ctx, day, r, tokens); err != nil {
+	if err := b.take(ctx, day, r, tokens, hold); err != nil {
 		b.settleShare(sh, 0)
 		return nil, err
 	}
@@ -162,6 +175,12 @@ func (b *Budget) Reserve(ctx context.Context, tokens int64) (*Reservation, error
 // Extend adds tokens to the reservation, for another request of the same call (a
 // retry), or returns ErrBudgetExhausted and leaves it as it was.
 func (r *Reservation) Extend(ctx context.Context, tokens int64) error {
+	return r.ExtendHolding(ctx, tokens, tokens)
+}
+
+// ExtendHolding is Extend for a reservation made with ReserveHolding: tokens more
+// reserved, hold more held.
+func (r *Reservation) ExtendHolding(ctx context.Context, tokens, hold int64) error {
 	r.b.mu.Lock()
 	done, day := r.done, r.l.day
 	r.b.mu.Unlock()
@@ -169,19 +188,20 @@ func (r *Reservation) Extend(ctx context.Context, tokens int64) error {
 		return errors.New("budget: extending a settled reservation")
 	}
 	tokens = max(tokens, 0)
+	hold = max(hold, tokens)
 	if r.share != nil {
 		before := r.share.tokens
 		if _, err := r.b.takeShare(ctx, day, r.share, tokens); err != nil {
 			return err
 		}
-		if err := r.b.take(ctx, day, r, tokens); err != nil {
+		if err := r.b.take(ctx, day, r, tokens, hold); err != nil {
 			r.b.settleShare(&share{day: r.share.day, client: r.share.client, tokens: r.share.tokens - before}, 0)
 			r.share.tokens = before
 			return err
 		}
 		return nil
 	}
-	return r.b.take(ctx, day, r, tokens)
+	return r.b.take(ctx, day, r, tokens, hold)
 }
 
 // Tokens is what the reservation holds.
@@ -221,7 +241,7 @@ func (r *Reservation) finish(used int64) {
 		return
 	}
 	r.done = true
-	r.l.held -= r.tokens
+	r.l.held -= r.held
 	r.l.pending += max(used-r.prepaid, 0)
 	delete(r.l.calls, r)
 	b.kickLocked()

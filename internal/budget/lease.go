@@ -69,7 +69,7 @@ const idleAfter = 250 * time.Millisecond
 // once for each call). b.mu held.
 func (l *lease) lost() {
 	for r := range l.calls {
-		r.prepaid = r.tokens
+		r.prepaid = r.held
 	}
 	l.id, l.granted, l.pending = 0, 0, 0
 }
@@ -84,38 +84,39 @@ func (b *Budget) leaseOf(day time.Time) *lease {
 	return l
 }
 
-// tryTake adds tokens to r's hold if the lease of day has them free.
-func (b *Budget) tryTake(day time.Time, r *Reservation, tokens int64) bool {
+// tryTake adds tokens to r's reservation and hold to what it holds, if the lease of day
+// has hold tokens free.
+func (b *Budget) tryTake(day time.Time, r *Reservation, tokens, hold int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	l := b.leaseOf(day)
-	if l.free() < tokens {
+	if l.free() < hold {
 		return false
 	}
-	l.held += tokens
-	l.note(tokens, time.Now())
-	r.l, r.tokens = l, r.tokens+tokens
+	l.held += hold
+	l.note(hold, time.Now())
+	r.l, r.tokens, r.held = l, r.tokens+tokens, r.held+hold
 	l.calls[r] = struct{}{}
 	return true
 }
 
-// take adds tokens to r's hold on the lease of day, first growing the lease from the
-// day's budget if its free part is too small, and reclaiming expired leases of other
-// replicas once if the day has no room.
-func (b *Budget) take(ctx context.Context, day time.Time, r *Reservation, tokens int64) error {
-	if b.tryTake(day, r, tokens) {
+// take adds tokens to r's reservation and hold to what it holds on the lease of day,
+// first growing the lease from the day's budget if its free part is too small, and
+// reclaiming expired leases of other replicas once if the day has no room.
+func (b *Budget) take(ctx context.Context, day time.Time, r *Reservation, tokens, hold int64) error {
+	if b.tryTake(day, r, tokens, hold) {
 		return nil
 	}
 	b.growMu.Lock()
 	defer b.growMu.Unlock()
 	reclaimed := false
 	for range 4 {
-		if b.tryTake(day, r, tokens) {
+		if b.tryTake(day, r, tokens, hold) {
 			return nil
 		}
 		b.mu.Lock()
 		l := b.leaseOf(day)
-		need := tokens - l.free()
+		need := hold - l.free()
 		want := need + b.extra(l)
 		id := l.id
 		b.mu.Unlock()
@@ -143,7 +144,7 @@ func (b *Budget) take(ctx context.Context, day time.Time, r *Reservation, tokens
 		b.kickLocked() // the flusher renews the lease and gives back what stays idle
 		b.mu.Unlock()
 	}
-	if b.tryTake(day, r, tokens) {
+	if b.tryTake(day, r, tokens, hold) {
 		return nil
 	}
 	return ErrBudgetExhausted
@@ -296,7 +297,7 @@ func (b *Budget) expireLocked(l *lease, now time.Time) {
 	for r := range l.calls {
 		if now.After(r.expires) {
 			r.done = true
-			l.held -= r.tokens
+			l.held -= r.held
 			l.pending += max(r.tokens-r.prepaid, 0)
 			delete(l.calls, r)
 			b.opts.Logger.Warn("a budget reservation outlived its call; charged as spent", "kind", b.opts.Kind, "tokens", r.tokens)

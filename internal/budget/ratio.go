@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -27,11 +28,44 @@ const (
 	ratioDecay = 0.1
 )
 
+// What a call holds while it is in flight does not trust the learned ratio. A provider
+// can start counting more without warning (another model behind the same name, another
+// language), and every call already in flight was sized by the old ratio: the overshoot
+// would grow with the calls in flight. So a call holds, of the day's budget,
+//
+//	hold = ⌈estimate × K⌉ (+ the caller's allowance for special tokens),
+//	K    = max(AssumedRatio, HoldFactor × the highest ratio reported in the last peakWindow),
+//
+// and is admitted only if the day's used, plus what every call in flight holds, plus its
+// own hold, is within the limit (the leases enforce this across replicas). A call is
+// charged what the provider reports, or its reservation (estimate × ratio × RatioMargin)
+// when its delivery is unknown; the difference to its hold goes back when it settles.
+// Hence, for a day of limit L, whatever the ratio does within the day:
+//
+//	provider's count ≤ max(1, ρ / K) × L
+//
+// where ρ is the highest count per estimated token of an answered request beyond the
+// special-token allowance: never past the limit while the provider counts at most 8 ×
+// sitetools' estimate, or twice the highest ratio it reported, whichever is more.
+// Requests whose delivery stays unknown are charged at their reservation; what such a
+// request counted beyond it is not in the books, and comes on top.
+const (
+	HoldFactor = 2.0
+	peakWindow = 24 * time.Hour
+)
+
 type ratios struct {
 	mu     sync.Mutex
 	k      map[string]float64
 	stored map[string]float64 // as last stored or loaded
 	dirty  map[string]bool    // learned here, not yet stored
+	peak   map[string]peak    // the highest report in the window
+}
+
+// peak is the highest ratio a model reported since at, within peakWindow.
+type peak struct {
+	ratio float64
+	at    time.Time
 }
 
 // Size is what to reserve for one request of model whose input sitetools estimates at
@@ -51,6 +85,29 @@ func SizeBy(ratio float64, estimate int64) int64 {
 	return max(int64(math.Ceil(k*float64(estimate))), estimate)
 }
 
+// Hold is what a request of model that sitetools estimates at estimate tokens holds of
+// the day's budget while it is in flight: estimate × max(AssumedRatio, HoldFactor × the
+// highest ratio of the window, or the learned one if higher); never less than Size.
+func (b *Budget) Hold(model string, estimate int64) int64 {
+	r := &b.ratios
+	r.mu.Lock()
+	k := r.k[model]
+	if p, ok := r.peak[model]; ok && time.Since(p.at) <= peakWindow {
+		k = max(k, p.ratio)
+	}
+	r.mu.Unlock()
+	return holdBy(k, estimate)
+}
+
+// holdBy is Hold for the highest ratio k (0: none known).
+func holdBy(k float64, estimate int64) int64 {
+	if !(k > 0) || math.IsInf(k, 0) {
+		k = 0
+	}
+	h := int64(math.Ceil(max(AssumedRatio, HoldFactor*k) * float64(estimate)))
+	return max(h, SizeBy(k, estimate))
+}
+
 // Learn records that the provider counted reported tokens for a request of model that
 // sitetools estimated at estimate tokens.
 func (b *Budget) Learn(model string, estimate, reported int64) {
@@ -63,6 +120,12 @@ func (b *Budget) Learn(model string, estimate, reported int64) {
 	defer r.mu.Unlock()
 	if r.k == nil {
 		r.k = map[string]float64{}
+	}
+	if p, ok := r.peak[model]; !ok || obs >= p.ratio || time.Since(p.at) > peakWindow {
+		if r.peak == nil {
+			r.peak = map[string]peak{}
+		}
+		r.peak[model] = peak{ratio: obs, at: time.Now()}
 	}
 	k, ok := r.k[model]
 	next := obs

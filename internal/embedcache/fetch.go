@@ -134,9 +134,10 @@ func (q *QueryEmbedder) fetch(ctx context.Context, c callInfo) (res embedResult,
 	sent := c.t.prefix + c.query
 	n := int64(llm.CountTokens(sent))
 	// Per request: the estimate by what the provider counted before, and a little for
-	// the special tokens some models add.
-	per := q.opts.Budget.Size(model, n) + 8
-	reservation, err := q.opts.Budget.Reserve(ctx, per)
+	// the special tokens some models add. While in flight, it holds what it would cost
+	// should the provider count far more than before (budget.Budget.Hold).
+	per, hold := q.opts.Budget.Size(model, n)+8, q.opts.Budget.Hold(model, n)+8
+	reservation, err := q.opts.Budget.ReserveHolding(ctx, per, hold)
 	if errors.Is(err, budget.ErrBudgetExhausted) {
 		brk.Done(breaker.ErrNotCalled)
 		q.hits.WithLabelValues("degraded").Inc()
@@ -148,7 +149,7 @@ func (q *QueryEmbedder) fetch(ctx context.Context, c callInfo) (res embedResult,
 	}
 	callCtx, delivery := llm.Track(ctx)
 	callCtx = llm.WithAttemptHook(callCtx, func(ctx context.Context, _ int) error {
-		return reservation.Extend(ctx, per)
+		return reservation.ExtendHolding(ctx, per, hold)
 	})
 	callCtx, cancel := context.WithDeadline(callCtx, c.began.Add(2*q.opts.Timeout))
 	out, callErr := c.t.embedder.Embed(callCtx, []string{sent})

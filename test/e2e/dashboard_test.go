@@ -46,7 +46,7 @@ func TestDashboardMetricsAreLive(t *testing.T) {
 		"EMBEDDINGS_CLIENT_DAILY_SHARE": "0",
 		"LLM_CLIENT_DAILY_SHARE":        "0",
 		"BUDGET_PACING":                 "off",
-		"EMBEDDINGS_DAILY_TOKEN_BUDGET": "20",
+		"EMBEDDINGS_DAILY_TOKEN_BUDGET": "60",
 		"EMBEDDINGS_PRICE_PER_MTOK":     "20",
 		"LLM_BASE_URL":                  chat.BaseURL(),
 		"LLM_MODEL":                     "fake-model",
@@ -118,8 +118,8 @@ func TestDashboardMetricsAreLive(t *testing.T) {
 		{"sitetools_provider_calls_total", map[string]string{"kind": "llm", "outcome": "ok"}, func(v float64) bool { return v == 1 }, "1"},
 		{"sitetools_search_degraded_total", map[string]string{"reason": "embedding_budget_exhausted"}, func(v float64) bool { return v >= float64(degraded) }, fmt.Sprint("at least ", degraded)},
 		{"sitetools_chat_answers_total", map[string]string{"mode": "llm", "reason": "stop"}, func(v float64) bool { return v == 1 }, "1"},
-		{"sitetools_budget_limit_tokens", map[string]string{"kind": "embedding"}, func(v float64) bool { return v == 20 }, "20"},
-		{"sitetools_budget_remaining_tokens", map[string]string{"kind": "embedding"}, func(v float64) bool { return v >= 0 && v < 20 }, "less than 20"},
+		{"sitetools_budget_limit_tokens", map[string]string{"kind": "embedding"}, func(v float64) bool { return v == 60 }, "60"},
+		{"sitetools_budget_remaining_tokens", map[string]string{"kind": "embedding"}, func(v float64) bool { return v >= 0 && v < 60 }, "less than 60"},
 		{"sitetools_budget_used_tokens", map[string]string{"kind": "llm"}, func(v float64) bool { return v > 0 }, "more than 0"},
 		{"sitetools_cost_today_usd", map[string]string{"kind": "llm"}, func(v float64) bool { return v > 0 }, "more than 0"},
 		{"sitetools_provider_cost_usd_total", map[string]string{"kind": "embedding"}, func(v float64) bool { return v > 0 }, "more than 0"},
@@ -131,9 +131,10 @@ func TestDashboardMetricsAreLive(t *testing.T) {
 	}
 }
 
-// dashboardSession searches past the embedding budget of 20 tokens, has one chat turn
-// answered by the model, and calls past the rate limit of 8 a minute; it returns how many
-// searches degraded and how many calls were refused.
+// dashboardSession searches past the embedding budget of 60 tokens (a search of five
+// tokens holds 48 while in flight, so three fit), has one chat turn answered by the
+// model, and calls past the rate limit of 8 a minute; it returns how many searches
+// degraded and how many calls were refused.
 func dashboardSession(t *testing.T, public *http.Client) (degraded, limited int) {
 	t.Helper()
 	for i := range 6 {
