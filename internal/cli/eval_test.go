@@ -602,3 +602,25 @@ func TestEvalWritesOnlyTheReport(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalCandidateOtherDimension: the candidate is the same model at another dimension
+// (the local embedder at 256 against 384), in a second database. Each index is searched
+// with a vector of its own length: the cache keeps the two apart.
+func TestEvalCandidateOtherDimension(t *testing.T) {
+	url := ingestDemo(t)
+	other := pgtest.NewURL(t)
+	t.Setenv("DATABASE_URL", other)
+	t.Setenv("EMBEDDINGS_DIMENSIONS", "256")
+	if out, err := run(t, "ingest", "--dir", demoSite, "--base-url", demoBase); err != nil {
+		t.Fatalf("ingest at 256 dimensions: %s %v", out, err)
+	}
+	t.Setenv("DATABASE_URL", url)
+	doc := parseEvalJSON(t, runEval(t, demoEval, "--json", "--candidate-database", other))
+	if doc.Live.Index != "local-lexical-v1 (384 dimensions)" || doc.Candidate == nil || doc.Candidate.Index != "local-lexical-v1 (256 dimensions)" {
+		t.Fatalf("indexes: %+v", doc)
+	}
+	n := len(readDemoQuestions(t))
+	if doc.Live.Cost.ProviderCalls != n || doc.Candidate.Cost.ProviderCalls != n || doc.Candidate.Cost.CacheHits != 0 {
+		t.Errorf("costs: live %+v, candidate %+v; want a vector of each length a question", doc.Live.Cost, doc.Candidate.Cost)
+	}
+}

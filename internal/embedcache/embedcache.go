@@ -121,10 +121,13 @@ func Normalize(query string) string {
 	return strings.TrimFunc(strings.Join(f, " "), func(r rune) bool { return unicode.IsPunct(r) || unicode.IsSpace(r) })
 }
 
-// CacheKey is SHA-256 of model, query prefix and normalised query: the text itself is
-// never stored.
-func CacheKey(model, prefix, query string) [32]byte {
-	return sha256.Sum256([]byte(model + "\x00" + prefix + "\x00" + Normalize(query)))
+// CacheKey is SHA-256 of model, dimension, query prefix and normalised query: the text
+// itself is never stored. The dimension is part of it because one model makes vectors of
+// several lengths (OpenAI's text-embedding-3, the local embedder): an index rebuilt for
+// another dimension of the same model, or compared with one, must not be sent a cached
+// vector of the other length.
+func CacheKey(model string, dims int, prefix, query string) [32]byte {
+	return sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%s\x00%s", model, dims, prefix, Normalize(query))))
 }
 
 type embedResult struct {
@@ -177,7 +180,7 @@ func (q *QueryEmbedder) EmbedQueryAs(ctx context.Context, tool, query, model str
 
 // embed is EmbedQuery for the model t.
 func (q *QueryEmbedder) embed(ctx context.Context, t target, tool, query string) ([]float32, string, error) {
-	key := CacheKey(t.model(), t.prefix, query)
+	key := CacheKey(t.model(), t.embedder.Dimensions(), t.prefix, query)
 	if v, ok := q.cache.Get(key); ok {
 		q.hits.WithLabelValues("memory").Inc()
 		return v, "", nil

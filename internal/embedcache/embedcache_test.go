@@ -17,14 +17,15 @@ import (
 )
 
 func TestCacheKeyIgnoresCaseSpacingAndPunctuation(t *testing.T) {
-	a := embedcache.CacheKey("m", "", "  How do I book a call?  ")
+	a := embedcache.CacheKey("m", 64, "", "  How do I book a call?  ")
 	for _, q := range []string{"how do i book a call", "HOW  DO I\tBOOK A CALL!", "How do I book a call?"} {
-		if embedcache.CacheKey("m", "", q) != a {
+		if embedcache.CacheKey("m", 64, "", q) != a {
 			t.Fatalf("%q keys differently", q)
 		}
 	}
-	if embedcache.CacheKey("other-model", "", "how do i book a call") == a || embedcache.CacheKey("m", "", "how do i book a meeting") == a {
-		t.Fatal("different model or query, same key")
+	if embedcache.CacheKey("other-model", 64, "", "how do i book a call") == a || embedcache.CacheKey("m", 64, "", "how do i book a meeting") == a ||
+		embedcache.CacheKey("m", 32, "", "how do i book a call") == a || embedcache.CacheKey("m", 64, "query: ", "how do i book a call") == a {
+		t.Fatal("different model, dimension, prefix or query, same key")
 	}
 }
 

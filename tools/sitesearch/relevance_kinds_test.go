@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sitetools/sitetools/internal/content"
+	"github.com/sitetools/sitetools/internal/searcheval"
 )
 
 // The question sets: the first hand-written one (kind "original") and the visitors' one,
@@ -124,18 +125,17 @@ type questionRun struct {
 	rank int
 }
 
-// kindScore sums one kind's runs.
+// kindScore sums one kind's runs, as `sitetools eval` does.
 type kindScore struct {
-	kind               string
-	n, top1, top3      int
-	reciprocalRanks    float64
+	kind string
+	searcheval.Score
 	before, goal       float64 // 0 when none is recorded
 	hasBefore, hasGoal bool
 }
 
-func (s kindScore) top1Rate() float64 { return float64(s.top1) / float64(s.n) }
-func (s kindScore) top3Rate() float64 { return float64(s.top3) / float64(s.n) }
-func (s kindScore) mrr() float64      { return s.reciprocalRanks / float64(s.n) }
+func (s kindScore) top1Rate() float64 { return s.Hit1Rate() }
+func (s kindScore) top3Rate() float64 { return s.Hit3Rate() }
+func (s kindScore) mrr() float64      { return s.MRR() }
 
 // variantReport is the measurement of one variant: a score per kind (and "all"), and the
 // runs that missed the top 3.
@@ -251,18 +251,8 @@ func scoreRuns(v relevanceVariant, runs []questionRun) variantReport {
 			s.goal, s.hasGoal = relevanceGoals[run.q.Kind]
 			byKind[run.q.Kind] = s
 		}
-		for _, s := range []*kindScore{s, all} {
-			s.n++
-			if run.rank == 1 {
-				s.top1++
-			}
-			if run.rank >= 1 && run.rank <= 3 {
-				s.top3++
-			}
-			if run.rank > 0 {
-				s.reciprocalRanks += 1 / float64(run.rank)
-			}
-		}
+		s.Add(run.rank)
+		all.Add(run.rank)
 	}
 	r := variantReport{variant: v}
 	for _, k := range kindOrder(byKind) {
@@ -304,8 +294,8 @@ func kindTable(r variantReport) string {
 		if name == "all" {
 			name = "**all**"
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s (%d) | %s (%d) | %.3f | %s | %s |\n", name, k.n,
-			ratePercent(k.top1Rate()), k.top1, ratePercent(k.top3Rate()), k.top3, k.mrr(),
+		fmt.Fprintf(&b, "| %s | %d | %s (%d) | %s (%d) | %.3f | %s | %s |\n", name, k.N,
+			ratePercent(k.top1Rate()), k.Hit1, ratePercent(k.top3Rate()), k.Hit3, k.mrr(),
 			optPercent(k.before, k.hasBefore), goalCell(k))
 	}
 	return b.String()
@@ -450,7 +440,7 @@ func writeMethod(b *strings.Builder, questions []kindQuestion) {
 func kindScores(count map[string]int) map[string]*kindScore {
 	m := map[string]*kindScore{}
 	for k, n := range count {
-		m[k] = &kindScore{kind: k, n: n}
+		m[k] = &kindScore{kind: k, Score: searcheval.Score{N: n}}
 	}
 	return m
 }
