@@ -60,6 +60,14 @@ func TestSitePages(t *testing.T) {
 			if r.status != http.StatusOK {
 				t.Fatalf("status %d", r.status)
 			}
+			if strings.HasSuffix(p, ".pdf") {
+				// A PDF of the pages' directory is served as the file it is.
+				want, err := os.ReadFile(filepath.Join(demoSite, filepath.FromSlash(p)))
+				if err != nil || r.header.Get("Content-Type") != "application/pdf" || !bytes.Equal(r.body, want) {
+					t.Errorf("%s: content type %q, %d bytes, want the file's %d (%v)", p, r.header.Get("Content-Type"), len(r.body), len(want), err)
+				}
+				return
+			}
 			checkPageHeaders(t, r)
 			root := parseHTML(t, r.body)
 			if lang := attr(find(root, "html"), "lang"); lang != doc.Lang {

@@ -24,14 +24,17 @@ func (a *App) page(c echo.Context) error {
 }
 
 // notFound handles every path no route serves: a page's Markdown rendering for an agent
-// asking for one (markdown.go), the site's 404 page for a browser asking for a page, the
-// one error shape for anything else.
+// asking for one (markdown.go), a PDF of SITE_PAGES_DIR, the site's 404 page for a
+// browser asking for a page, the one error shape for anything else.
 func (a *App) notFound(c echo.Context) error {
 	req := c.Request()
 	p := req.URL.Path
 	htmlMethod := req.Method == http.MethodGet || req.Method == http.MethodHead
 	if handled, err := a.agentMarkdown(c); handled {
 		return err
+	}
+	if f, ok := a.site.Document(p); ok && htmlMethod && !web.IsReserved(p) {
+		return a.sendFile(c, f)
 	}
 	if !a.site.HasPages() || !htmlMethod || web.IsReserved(p) {
 		if p == "/" {
@@ -82,6 +85,11 @@ func (a *App) asset(c echo.Context) error {
 	if !ok {
 		return tools.Errorf(tools.CodeNotFound, "no such file")
 	}
+	return a.sendFile(c, f)
+}
+
+// sendFile answers GET and HEAD with f, 304 when If-None-Match names its ETag.
+func (a *App) sendFile(c echo.Context, f *web.File) error {
 	h := c.Response().Header()
 	h.Set("X-Content-Type-Options", "nosniff")
 	if f.Immutable {

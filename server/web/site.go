@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/sitetools/sitetools/internal/content"
 )
 
 // webFiles are the demo pages' files: their layout, stylesheet and router. The chat
@@ -46,6 +48,7 @@ type Site struct {
 	sections    []string
 	rootLang    string
 	static      map[string]*File // by URL path
+	documents   map[string]*File // the PDFs of SITE_PAGES_DIR, by URL path
 	csp         string
 	forms       map[string]*formTool // the tools the pages' forms may be views of
 }
@@ -101,6 +104,7 @@ func New(o Options) (*Site, error) {
 		notFound:    map[string]*Page{},
 		rootLang:    "en",
 		static:      map[string]*File{},
+		documents:   map[string]*File{},
 		csp:         contentSecurityPolicy(o.RelayPort),
 		originTrial: o.OriginTrialToken,
 	}
@@ -121,7 +125,39 @@ func New(o Options) (*Site, error) {
 	if err := s.render(pages); err != nil {
 		return nil, err
 	}
+	if err := s.loadDocuments(o.PagesDir); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// loadDocuments reads the PDFs of the pages' directory, served at the URL paths the
+// index gives them ("files/prices.pdf" → "/files/prices.pdf").
+func (s *Site) loadDocuments(dir string) error {
+	files, err := content.SiteFiles(dir)
+	if err != nil {
+		return fmt.Errorf("server: SITE_PAGES_DIR: %w", err)
+	}
+	for _, rel := range files {
+		if strings.ToLower(path.Ext(rel)) != ".pdf" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+		if err != nil {
+			return fmt.Errorf("server: SITE_PAGES_DIR: %w", err)
+		}
+		if len(b) > content.MaxPDFBytes {
+			return fmt.Errorf("server: SITE_PAGES_DIR: %s is larger than %d bytes", rel, content.MaxPDFBytes)
+		}
+		s.documents["/"+rel] = &File{Body: b, ETag: etagOf(b), ContentType: "application/pdf"}
+	}
+	return nil
+}
+
+// Document returns the PDF at a URL path.
+func (s *Site) Document(urlPath string) (*File, bool) {
+	f, ok := s.documents[urlPath]
+	return f, ok
 }
 
 // contentSecurityPolicy allows what the pages and the bridge need and nothing else:
