@@ -187,7 +187,7 @@ func TestRelevanceByKind(t *testing.T) {
 	}
 	// The report is written even when a kind fell: its tables show which one.
 	if path := os.Getenv("SEARCH_QUALITY_DOC"); path != "" && len(reports) == len(relevanceVariants()) {
-		if err := os.WriteFile(path, []byte(qualityDoc(questions, demoTexts(t), reports)), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(qualityDoc(questions, demoTexts(t), reports, handWritten(t, path))), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("wrote %s", path)
@@ -333,12 +333,13 @@ var kindDescriptions = map[string]string{
 
 // qualityDoc is the report docs/search-quality.md: method, how to reproduce, goals, a
 // table per variant, what the demo content allows, and the misses.
-func qualityDoc(questions []kindQuestion, pages map[string]string, reports []variantReport) string {
+func qualityDoc(questions []kindQuestion, pages map[string]string, reports []variantReport, handWritten string) string {
 	var b strings.Builder
 	b.WriteString("# Search quality\n\n")
 	b.WriteString("How often `search_site` puts the right page of the demo site (`deploy/demo/site`) first and in its\n" +
 		"first three results, by kind of question. This file is written by `TestRelevanceByKind`\n" +
-		"(`tools/sitesearch/relevance_kinds_test.go`); regenerate it rather than editing it.\n\n")
+		"(`tools/sitesearch/relevance_kinds_test.go`); regenerate it rather than editing it, except the\n" +
+		"section [Your own questions](#your-own-questions-sitetools-eval), which is written by hand and kept.\n\n")
 	writeMethod(&b, questions)
 	b.WriteString("## Reproduce\n\n```sh\n" +
 		"TEST_DATABASE_URL=$(deploy/dev/postgres.sh url) SEARCH_QUALITY_DOC=$PWD/docs/search-quality.md \\\n" +
@@ -356,6 +357,7 @@ func qualityDoc(questions []kindQuestion, pages map[string]string, reports []var
 	}
 	b.WriteString(searchNotes)
 	writeContentNotes(&b, questions, pages)
+	b.WriteString(handWritten)
 	b.WriteString("## Misses\n\nQuestions whose expected page is not among the first three results, with the rank it\n" +
 		"had among the first ten (– when absent) and the first three pages returned.\n\n")
 	for _, r := range reports {
