@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -38,6 +39,10 @@ func NewEvaluation(ctx context.Context, cfg config.Config, db *postgres.DB, logg
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	// Nobody waits on a page for an evaluation: a query's vector is waited for as long as
+	// ingest waits for a batch, so that a model that is slow to load (Ollama on a CPU) is
+	// measured rather than its searches degraded to full-text.
+	cfg.Embeddings.Timeout = max(cfg.Embeddings.Timeout, cfg.Embeddings.IngestTimeout)
 	e := &Evaluation{cfg: cfg, metrics: prometheus.NewRegistry(), logger: logger}
 	e.budget = budget.New(db.Pool, budgetOptions(cfg, "embedding", cfg.Embeddings.DailyTokenBudget, cfg.Embeddings.PricePerMTok, &fairUseCounts{}, logger))
 	if err := e.budget.LoadRatios(ctx); err != nil {
@@ -88,7 +93,8 @@ func (e *Evaluation) Searcher(ctx context.Context, index *postgres.SiteIndex) (s
 	if err != nil {
 		return nil, m, err
 	}
-	reg := tools.NewRegistry(&tools.Options{Logger: e.logger})
+	// The tool's deadline leaves the query's wait whole (see embedcache's Timeout).
+	reg := tools.NewRegistry(&tools.Options{Logger: e.logger, DefaultTimeout: 2*e.cfg.Embeddings.Timeout + 10*time.Second})
 	for _, t := range ts {
 		if err := reg.Add(t); err != nil {
 			return nil, m, err

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -622,5 +623,28 @@ func TestEvalCandidateOtherDimension(t *testing.T) {
 	n := len(readDemoQuestions(t))
 	if doc.Live.Cost.ProviderCalls != n || doc.Candidate.Cost.ProviderCalls != n || doc.Candidate.Cost.CacheHits != 0 {
 		t.Errorf("costs: live %+v, candidate %+v; want a vector of each length a question", doc.Live.Cost, doc.Candidate.Cost)
+	}
+}
+
+// TestEvalWaitsForASlowModel: a provider slower than EMBEDDINGS_TIMEOUT, which would
+// degrade a visitor's search to full-text, is waited for up to EMBEDDINGS_INGEST_TIMEOUT:
+// the evaluation measures the model.
+func TestEvalWaitsForASlowModel(t *testing.T) {
+	fake := llmtest.NewServer(t, 64)
+	t.Setenv("EMBEDDINGS_PROVIDER", "openai")
+	t.Setenv("EMBEDDINGS_BASE_URL", fake.BaseURL())
+	t.Setenv("EMBEDDINGS_MODEL", "slow")
+	t.Setenv("EMBEDDINGS_DIMENSIONS", "64")
+	ingestDemo(t)
+	t.Setenv("EMBEDDINGS_TIMEOUT", "100ms")
+	t.Setenv("EMBEDDINGS_INGEST_TIMEOUT", "10s")
+	fake.SetDelay(400 * time.Millisecond)
+	file := t.TempDir() + "/q.yaml"
+	if err := os.WriteFile(file, []byte("- question: day rate\n  page: /pricing\n- question: bicycle parking\n  page: /contact\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := parseEvalJSON(t, runEval(t, file, "--json"))
+	if len(doc.Live.Degraded) != 0 || doc.Live.Cost.ProviderCalls != 2 || doc.Live.Cost.Failed != 0 {
+		t.Errorf("degraded %v, cost %+v; want both questions embedded by the slow model", doc.Live.Degraded, doc.Live.Cost)
 	}
 }
