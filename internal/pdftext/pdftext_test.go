@@ -116,3 +116,23 @@ func TestClean(t *testing.T) {
 		t.Errorf("Clean = %q; want %q", got, want)
 	}
 }
+
+// BenchmarkRead reads a document of 200 pages of text (about 2 KB a page) and reports
+// pages a second; pdftext.New's instance per document is part of each read.
+func BenchmarkRead(b *testing.B) {
+	pages := make([]string, 200)
+	for i := range pages {
+		pages[i] = strings.Repeat("Das Paket Geschäft kostet 1.290 € im Monat und umfasst Überwachung, Aktualisierungen und Berichte. ", 20)
+	}
+	data := pdftexttest.Document("Benchmark", "de", pages...)
+	if _, err := reader.Read(context.Background(), data); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := reader.Read(context.Background(), data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(pages)*b.N)/b.Elapsed().Seconds(), "pages/s")
+}

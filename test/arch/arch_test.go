@@ -105,6 +105,7 @@ func TestImportDirection(t *testing.T) {
 		{"internal/llm", "tools", "the provider clients are leaves"},
 		{"internal/llm", "internal/postgres", "the provider clients are leaves"},
 		{"internal/fetch", "", "the outbound client is a leaf"},
+		{"internal/pdftext", "", "the PDF reader is a leaf: it knows nothing of pages or search"},
 		{"internal/config", "server", "the configuration knows nothing of what it configures"},
 		{"server/web", "github.com/labstack/echo/v4", "the site is rendered without the HTTP framework; server serves it"},
 		{"server/web", "internal/app", "the site needs nothing of the service but how pages are read"},
