@@ -25,7 +25,7 @@ import (
 // and no lease is left expired.
 func TestSlowProviderIsCharged(t *testing.T) {
 	t.Parallel()
-	const limit = 200
+	const limit = 400
 	c := startCluster(t, 3, map[string]string{
 		"EMBEDDINGS_TIMEOUT":            "300ms",
 		"EMBEDDINGS_DAILY_TOKEN_BUDGET": strconv.Itoa(limit),
@@ -35,9 +35,13 @@ func TestSlowProviderIsCharged(t *testing.T) {
 	p.SetDelay(800 * time.Millisecond)
 	began := time.Now()
 	// Queries of two words, about 3 tokens: a reservation is then 12 tokens (ceil(1.25 × 3)
-	// + 8, the ingest having learned that the provider counts as sitetools does), and the
-	// budget admits some 15 calls. Spread over three replicas, some replica makes five,
-	// all of which fail: enough to open its breaker (EMBEDDINGS_BREAKER_FAILURES 5).
+	// + 8, the ingest having learned that the provider counts as sitetools does), which
+	// is what each unanswered request is charged, and a call holds 32 tokens while in
+	// flight (3 × 8 + 8). The budget lets the 8 clients' first calls and the 8 after them
+	// through (96 + 8 × 32 ≤ 400), at least 13 calls: spread over three replicas, some
+	// replica makes five, all of which fail, enough to open its breaker
+	// (EMBEDDINGS_BREAKER_FAILURES 5). With 200 tokens only 9 to 11 calls got through
+	// before the clients whose searches were refused had used up the queries.
 	queries := make([]string, 120)
 	for i := range queries {
 		queries[i] = fmt.Sprintf("%s %d", []string{"pricing", "audit", "privacy", "hosting"}[i%4], i)
