@@ -29,12 +29,14 @@ demo: build
 
 ## test: provision PostgreSQL with pgvector (or use TEST_DATABASE_URL) and run every test.
 ## The browser side (Chromium, npm packages, next build) is set up while the Go tests run;
-## its log is in .browser-setup.log.
+## its log is in .browser-setup.log. One PDF test runs first without the race detector: it
+## compiles PDFium into the user's cache (seconds; minutes under -race), which the rest load.
 test: build
 	@url=$$($(PG) start) && \
 	  deploy/dev/proxies.sh && deploy/dev/php.sh && \
 	  { deploy/dev/browser.sh >.browser-setup.log 2>&1 & browser=$$!; } && \
 	  $(GO) vet ./... && (cd deploy && $(GO) vet ./...) && \
+	  $(GO) test -count=1 -run '^TestReadPages$$' ./internal/pdftext && \
 	  TEST_DATABASE_URL=$$url $(GO) test -race -count=1 -timeout 15m ./... && \
 	  (cd deploy && TEST_DATABASE_URL=$$url SITETOOLS_BIN=$(CURDIR)/bin/sitetools $(GO) test -race -count=1 ./...) && \
 	  { wait $$browser || { cat .browser-setup.log >&2; echo "deploy/dev/browser.sh failed" >&2; exit 1; }; } && \

@@ -5,8 +5,11 @@ package pdftexttest
 
 import (
 	"bytes"
-	"compress/zlib"
+	"compress/flate"
+	"encoding/binary"
 	"fmt"
+	"hash/adler32"
+	"math/big"
 	"strings"
 	"sync"
 	"time"
@@ -82,16 +85,62 @@ var (
 	bombs   = map[int][]byte{}
 )
 
+// bomb writes its zlib stream without compressing size bytes: after a sync flush, each
+// further MB of blanks compresses to the same bytes (the window holds blanks only), so
+// one such block is repeated, and the Adler-32 of the whole is computed, not summed (under
+// the race detector, deflating 1 GB takes minutes).
 func bomb(size int) []byte {
-	var z bytes.Buffer
-	w, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
-	_, _ = w.Write([]byte("BT /F1 12 Tf 72 712 Td (a bomb) Tj ET\n"))
+	prefix := []byte("BT /F1 12 Tf 72 712 Td (a bomb) Tj ET\n")
 	blanks := bytes.Repeat([]byte(" "), 1<<20)
-	for range size >> 20 {
+	var z bytes.Buffer
+	w, _ := flate.NewWriter(&z, flate.BestCompression)
+	block := func() []byte {
+		at := z.Len()
 		_, _ = w.Write(blanks)
+		_ = w.Flush()
+		return bytes.Clone(z.Bytes()[at:])
 	}
+	_, _ = w.Write(prefix)
+	first := block()
+	steady := block()
+	if again := block(); !bytes.Equal(steady, again) {
+		panic("pdftexttest.Bomb: deflate's blocks of blanks differ")
+	}
+	at := z.Len()
 	_ = w.Close()
-	return Build(onePage("", stream("/Filter /FlateDecode", z.Bytes()))...)
+	final := bytes.Clone(z.Bytes()[at:])
+	n := max(size>>20, 2)
+	out := []byte{0x78, 0xda} // zlib, best compression
+	out = append(out, first...)
+	for range n - 1 {
+		out = append(out, steady...)
+	}
+	out = append(out, final...)
+	sum := adler32Combine(adler32.Checksum(prefix), adler32Blanks(int64(n)<<20), int64(n)<<20)
+	out = binary.BigEndian.AppendUint32(out, sum)
+	return Build(onePage("", stream("/Filter /FlateDecode", out))...)
+}
+
+// adler32Blanks is the Adler-32 of n blanks: A = 1 + 32n, B = n + 32·n(n+1)/2, mod 65521.
+func adler32Blanks(n int64) uint32 {
+	const mod = 65521
+	bn := big.NewInt(n)
+	a := new(big.Int).Add(big.NewInt(1), new(big.Int).Mul(big.NewInt(32), bn))
+	b := new(big.Int).Mul(bn, new(big.Int).Add(bn, big.NewInt(1)))
+	b.Div(b, big.NewInt(2)).Mul(b, big.NewInt(32)).Add(b, bn)
+	return uint32(b.Mod(b, big.NewInt(mod)).Int64())<<16 | uint32(a.Mod(a, big.NewInt(mod)).Int64())
+}
+
+// adler32Combine is the Adler-32 of x then y, from theirs and y's length (zlib's
+// adler32_combine).
+func adler32Combine(ax, ay uint32, leny int64) uint32 {
+	const mod = 65521
+	rem := uint64(leny % mod)
+	a1, b1 := uint64(ax&0xffff), uint64(ax>>16)
+	a2, b2 := uint64(ay&0xffff), uint64(ay>>16)
+	a := (a1 + a2 + mod - 1) % mod
+	b := (rem*a1%mod + b1 + b2 + mod - rem) % mod
+	return uint32(b<<16 | a)
 }
 
 // ManyObjects is a PDF of n empty pages, each an object of its own.
