@@ -67,11 +67,14 @@ func (m *memoryCap) Allocate(capacity, maximum uint64) experimental.LinearMemory
 // mmap: its peak while growing is about twice the memory in use.
 type sliceMemory struct {
 	m   *memoryCap
+	mu  sync.Mutex
 	buf []byte
 	max uint64
 }
 
 func (s *sliceMemory) Reallocate(size uint64) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if size > s.max {
 		return s.m.refuse()
 	}
@@ -85,4 +88,8 @@ func (s *sliceMemory) Reallocate(size uint64) []byte {
 	return s.buf
 }
 
-func (s *sliceMemory) Free() { s.buf = nil }
+func (s *sliceMemory) Free() {
+	s.mu.Lock()
+	s.buf = nil
+	s.mu.Unlock()
+}

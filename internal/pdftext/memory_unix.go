@@ -3,6 +3,7 @@
 package pdftext
 
 import (
+	"sync"
 	"syscall"
 
 	"github.com/tetratelabs/wazero/experimental"
@@ -12,8 +13,10 @@ import (
 // copy while growing, pages of the OS only as PDFium touches them, and every page back
 // to the OS when the document is done (munmap), not when the Go heap next shrinks.
 type mmapMemory struct {
-	m   *memoryCap
-	buf []byte // len: the reservation
+	m  *memoryCap
+	mu sync.Mutex // Free may come from the goroutine that stops a document at its deadline
+	// buf's len is the reservation; nil once freed.
+	buf []byte
 }
 
 func newLinearMemory(m *memoryCap, capacity, maximum uint64) experimental.LinearMemory {
@@ -25,6 +28,8 @@ func newLinearMemory(m *memoryCap, capacity, maximum uint64) experimental.Linear
 }
 
 func (r *mmapMemory) Reallocate(size uint64) []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if size > uint64(len(r.buf)) {
 		return r.m.refuse()
 	}
@@ -33,6 +38,8 @@ func (r *mmapMemory) Reallocate(size uint64) []byte {
 }
 
 func (r *mmapMemory) Free() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if buf := r.buf; buf != nil {
 		r.buf = nil
 		r.m.later(func() { _ = syscall.Munmap(buf) })
