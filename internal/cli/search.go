@@ -51,9 +51,17 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	baseURL := fs.String("base-url", "", "with --dir: the site's URL that the directory's paths are under, e.g. https://example.com")
 	sitemap := fs.String("sitemap", "", "ingest the pages listed by this sitemap (index, urlset, .xml.gz)")
 	reindex := fs.Bool("reindex", false, "embed every chunk again beside the live vectors, then switch to them at once (needed to change the embedding model, dimension or prefixes); search answers meanwhile, and an interrupted run resumes")
+	hold := fs.Bool("no-switch", false, "with --reindex: make the new vectors and stop before the switch, so that `sitetools eval --candidate` can measure them beside the live ones; --reindex again switches at once")
+	drop := fs.Bool("drop-rebuild", false, "forget the new vectors of a rebuild under way, stopped or held (--no-switch), and do nothing else")
 	concurrency := fs.Int("concurrency", 4, "with --sitemap: pages fetched at once")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
+	}
+	if *drop {
+		return dropRebuild(ctx, fs.NArg() > 0 || *dir != "" || *sitemap != "" || *reindex, stdout)
+	}
+	if *hold && !*reindex {
+		return usageError{"--no-switch goes with --reindex"}
 	}
 	if fs.NArg() > 0 || (*dir == "") == (*sitemap == "") {
 		return usageError{"ingest needs exactly one of --dir PATH or --sitemap URL"}
@@ -74,7 +82,7 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	in.Reindex = *reindex
+	in.Reindex, in.HoldSwitch = *reindex, *hold
 	if *reindex {
 		// One sync at a time on any replica: serve's syncs wait while the vectors are made
 		// again, and the run waits for one under way.
@@ -104,8 +112,51 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	elapsed := time.Since(start)
-	if r := st.Rebuild; r.Switched {
+	printIngested(stdout, source, in, st, time.Since(start))
+	return nil
+}
+
+// dropRebuild is `ingest --drop-rebuild`: the rebuild's vectors are forgotten, the live
+// index is untouched.
+func dropRebuild(ctx context.Context, other bool, stdout io.Writer) error {
+	if other {
+		return usageError{"--drop-rebuild goes alone"}
+	}
+	_, db, err := openFor(ctx, 2)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	release, err := postgres.NewIndexSyncs(db).LockSync(ctx, true, time.Second)
+	if err != nil {
+		return err
+	}
+	defer release()
+	index := postgres.NewSiteIndex(db, 0)
+	p, ok, err := index.RebuildProgress(ctx)
+	if err != nil || !ok {
+		if err == nil {
+			fmt.Fprintln(stdout, "no rebuild to drop")
+		}
+		return err
+	}
+	if err := index.DropRebuild(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "dropped the rebuild for %s (%d of %d chunks made); the live index is as it was\n", p.Model, p.Done, p.Total)
+	return nil
+}
+
+// printIngested writes an ingest's summary: what a rebuild did (made and held, or
+// switched to), then the pages and the embedding.
+func printIngested(stdout io.Writer, source string, in *sitesearch.Ingester, st sitesearch.IngestStats, elapsed time.Duration) {
+	r := st.Rebuild
+	if in.HoldSwitch {
+		fmt.Fprintf(stdout, "made the new vectors of %d chunks beside the live ones (%s) and held the switch: measure them with `sitetools eval --candidate FILE`, switch with `sitetools ingest --reindex` as now\n",
+			r.Total, in.Model())
+		return
+	}
+	if r.Switched {
 		resumed := ""
 		if r.Resumed {
 			resumed = ", resumed"
@@ -114,7 +165,6 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	fmt.Fprintf(stdout, "ingested %s (%s, %d dimensions) in %s: %s (%s)\n", source, in.Embedder.Model(), in.Embedder.Dimensions(),
 		elapsed.Round(100*time.Millisecond), st, chunkRate(st.ChunksEmbedded, elapsed))
-	return nil
 }
 
 // ingestProgress shows how an ingest goes: a bar on a terminal, and elsewhere (a

@@ -2,6 +2,7 @@ package sitesearch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -39,6 +40,10 @@ type Ingester struct {
 	// vectors, where a sync would otherwise fail with *ErrModelMismatch: serve's syncs,
 	// after the configured model changed.
 	RebuildOnMismatch bool
+	// HoldSwitch makes a rebuild's vectors and stops before the switch (and the sync):
+	// the live index goes on answering, the new one can be measured beside it (`sitetools
+	// eval --candidate`), and the next rebuild for the same model switches at once.
+	HoldSwitch bool
 	// Partial says the walk yields some of the source's pages, not all: Sync then removes
 	// only the pages the walk found gone (404, 410), and leaves the others alone.
 	Partial bool
@@ -140,6 +145,9 @@ type WalkResult struct {
 func (in *Ingester) Sync(ctx context.Context, source string, walk Walk) (IngestStats, error) {
 	var st IngestStats
 	reset, err := in.prepareModel(ctx, &st)
+	if errors.Is(err, errHeld) {
+		return st, nil // the new vectors are made, the live ones still answer
+	}
 	if err != nil {
 		return st, err
 	}

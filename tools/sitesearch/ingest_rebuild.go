@@ -2,6 +2,7 @@ package sitesearch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/sitetools/sitetools/internal/llm"
@@ -46,12 +47,18 @@ func (in *Ingester) rebuild(ctx context.Context, rb Rebuilder, st *IngestStats) 
 			in.Progress(*st)
 		}
 	}
+	if in.HoldSwitch {
+		return errHeld
+	}
 	if err := rb.SwitchRebuild(ctx, m); err != nil {
 		return err
 	}
 	st.Rebuild.Switched = true
 	return nil
 }
+
+// errHeld ends a sync whose rebuild is made and held unswitched (HoldSwitch).
+var errHeld = errors.New("rebuild held before its switch")
 
 // embedPending embeds the texts of chunks, each distinct text once, in calls of b.size.
 func (b *batcher) embedPending(ctx context.Context, chunks []PendingChunk) ([]int64, [][]float32, error) {

@@ -183,3 +183,35 @@ func checkCandidate(t *testing.T, live *postgres.SiteIndex, after llm.Embedder) 
 		t.Errorf("no hit of the candidate search came from its vectors: %+v", hits)
 	}
 }
+
+// A rebuild held before its switch leaves the live index answering with every new vector
+// made beside it (a candidate to measure); the next rebuild for the same model embeds
+// nothing more and switches.
+func TestRebuildHeldThenSwitched(t *testing.T) {
+	db := pgtest.NewDB(t)
+	ctx := context.Background()
+	_, before := fakeEmbedder(t)
+	live := postgres.NewSiteIndex(db, 384)
+	if _, err := (&sitesearch.Ingester{Index: live, Embedder: before}).Sync(ctx, "dir:demo", walkDemo); err != nil {
+		t.Fatal(err)
+	}
+	fake, after := modelOn(t, "fake-after", 256)
+	in := &sitesearch.Ingester{Index: postgres.NewSiteIndex(db, 256), Embedder: after, BatchSize: 16, Reindex: true, HoldSwitch: true}
+	st, err := in.Sync(ctx, "dir:demo", walkDemo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := stateOf(t, db)
+	if st.Rebuild.Switched || st.Rebuild.Done != s.total || s.built != s.total || s.model != "fake-embed" || st.Pages != 0 {
+		t.Fatalf("held rebuild %+v, %d pages synced; index %+v: want every new vector made, the live index unswitched and no sync", st.Rebuild, st.Pages, s)
+	}
+	checkCandidate(t, live, after)
+	requests := len(fake.Requests())
+	in.HoldSwitch = false
+	if st, err = in.Sync(ctx, "dir:demo", walkDemo); err != nil {
+		t.Fatal(err)
+	}
+	if s = stateOf(t, db); !st.Rebuild.Resumed || !st.Rebuild.Switched || s.model != "fake-after" || len(fake.Requests()) != requests {
+		t.Fatalf("after the held rebuild: %+v, index %+v, %d more requests; want switched at once, with none", st.Rebuild, s, len(fake.Requests())-requests)
+	}
+}
