@@ -17,12 +17,16 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
     CGO_ENABLED=0 go build -trimpath \
       -ldflags "-s -w -X github.com/sitetools/sitetools/internal/cli.version=${VERSION}" \
       -o /out/sitetools .
+# The PDF reader (PDFium in WebAssembly) compiled once, here: serve, under its memory limit
+# and on a read-only file system, only loads it (docs/pdf.md).
+RUN PDF_CACHE_DIR=/out/pdfium /out/sitetools pdf-cache
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/sitetools /usr/local/bin/sitetools
+COPY --from=build /out/pdfium /usr/share/sitetools/pdfium
 COPY --from=web /web/node_modules/@jason.today/webmcp/src/webmcp.js /usr/share/sitetools/webmcp.js
 USER 65532:65532
-ENV LISTEN_ADDR=:8080 WEBMCP_WIDGET_PATH=/usr/share/sitetools/webmcp.js
+ENV LISTEN_ADDR=:8080 WEBMCP_WIDGET_PATH=/usr/share/sitetools/webmcp.js PDF_CACHE_DIR=/usr/share/sitetools/pdfium
 EXPOSE 8080 9090
 ENTRYPOINT ["/usr/local/bin/sitetools"]
 CMD ["serve"]

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sitetools/sitetools/internal/config"
 	"github.com/sitetools/sitetools/internal/logs"
+	"github.com/sitetools/sitetools/internal/pdftext"
 
 	"github.com/sitetools/sitetools/internal/app"
 	"github.com/sitetools/sitetools/internal/llm"
@@ -37,6 +38,8 @@ commands:
   eval       measure the search with your own questions: eval FILE [--json] [--min-hit3 0.8]
              [--candidate | --candidate-database URL]
   appointments add|list|cancel   manage bookings (busy time for get_free_slots)
+  pdf-cache  compile the PDF reader into PDF_CACHE_DIR (an image build does, so that serve
+             only loads it)
   version    print the version
 `
 
@@ -78,6 +81,15 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return pruneCmd(ctx, rest, stdout)
 	case "eval":
 		return evalCmd(ctx, rest, stdout, stderr)
+	case "pdf-cache":
+		if err := noFlags("pdf-cache", rest); err != nil {
+			return err
+		}
+		if err := pdftext.Default().Prepare(); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "PDFium is compiled into PDF_CACHE_DIR (or the user's cache directory)")
+		return nil
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "sitetools", Version())
 		return nil

@@ -117,6 +117,11 @@ func Default() *Reader {
 	return defaultReader
 }
 
+// Prepare compiles PDFium, or loads it from the cache, before the first document: an image
+// build fills PDF_CACHE_DIR with the compiled code (`sitetools pdf-cache`), so that a
+// process under a memory limit, on a read-only file system, only loads it.
+func (r *Reader) Prepare() error { return r.init() }
+
 // Limits are the caps the reader holds each document to.
 func (r *Reader) Limits() Options { return r.opts }
 
