@@ -18,8 +18,9 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
       -ldflags "-s -w -X github.com/sitetools/sitetools/internal/cli.version=${VERSION}" \
       -o /out/sitetools .
 # The PDF reader (PDFium in WebAssembly) compiled once, here: serve, under its memory limit
-# and on a read-only file system, only loads it (docs/pdf.md).
-RUN PDF_CACHE_DIR=/out/pdfium /out/sitetools pdf-cache
+# and on a read-only file system, only loads it (docs/pdf.md). The cache is written for its
+# owner alone; any user the container runs as may read it.
+RUN PDF_CACHE_DIR=/out/pdfium /out/sitetools pdf-cache && chmod -R a+rX /out/pdfium
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/sitetools /usr/local/bin/sitetools
