@@ -170,7 +170,9 @@ func corpusPaths() []string {
 	return out
 }
 
-func corpusWord(i string) string { return "heathland" + strings.Map(func(r rune) rune { return 'a' + (r - '0') }, i) }
+func corpusWord(i string) string {
+	return "heathland" + strings.Map(func(r rune) rune { return 'a' + (r - '0') }, i)
+}
 
 // TestSyncPDFCorpus: serve syncs a site whose PDFs are bad in every way a site can make
 // them: each bad one is refused with its reason in serve's log, and nothing else fails:
