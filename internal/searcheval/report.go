@@ -236,7 +236,7 @@ func writeMisses(w io.Writer, c Column, other *Column, named bool) {
 			if j == 0 {
 				head = "instead"
 			}
-			fmt.Fprintf(w, "  %-9s %d. %s  %s\n", head, j+1, p.Title, p.URL)
+			fmt.Fprintf(w, "  %-9s %d. %s  %s\n", head, j+1, p.Title, p.Link())
 		}
 		if len(r.Ranked) == 0 {
 			fmt.Fprintf(w, "  %-9s no result\n", "instead")

@@ -16,6 +16,17 @@ const Depth = 10
 type Page struct {
 	Title string `json:"title"`
 	URL   string `json:"url"`
+	// Anchor is the part of the page the search found (a section, or a PDF's "page=N");
+	// a page is told by its URL alone.
+	Anchor string `json:"anchor,omitempty"`
+}
+
+// Link is the page's URL, with the PDF page a search found in it ("#page=N").
+func (p Page) Link() string {
+	if strings.HasPrefix(p.Anchor, "page=") {
+		return p.URL + "#" + p.Anchor
+	}
+	return p.URL
 }
 
 // Searcher runs one question through the site's search and returns up to limit pages,
