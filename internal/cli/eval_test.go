@@ -364,7 +364,7 @@ func buildShadow(t *testing.T, url string, fake *llmtest.Server, limit int) site
 		if limit > 0 {
 			batch = min(batch, limit-done)
 		}
-		chunks, err := idx.PendingChunks(ctx, batch)
+		chunks, err := idx.PendingChunks(ctx, 0, batch)
 		if err != nil || len(chunks) == 0 {
 			if err != nil {
 				t.Fatal(err)

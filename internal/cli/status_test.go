@@ -56,7 +56,7 @@ func TestIndexStatusRebuild(t *testing.T) {
 	if _, err := index.BeginRebuild(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	chunks, err := index.PendingChunks(ctx, 1)
+	chunks, err := index.PendingChunks(ctx, 0, 1)
 	if err != nil || len(chunks) != 1 {
 		t.Fatalf("pending: %v, %v", chunks, err)
 	}

@@ -77,10 +77,13 @@ func (s *SiteIndex) DropRebuild(ctx context.Context) error {
 	return Wrap("postgres.SiteIndex.DropRebuild", pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error { return dropNext(ctx, tx) }))
 }
 
-// PendingChunks returns up to n chunks that have no vector of the rebuild yet, in the order
-// of their ids, each with the text its vector is made of (less the document prefix).
-func (s *SiteIndex) PendingChunks(ctx context.Context, n int) ([]sitesearch.PendingChunk, error) {
-	rows, err := s.db.Pool.Query(ctx, `SELECT id, context || E'\n\n' || body FROM chunks WHERE embedding_next IS NULL ORDER BY id LIMIT $1`, n)
+// PendingChunks returns up to n chunks after the id after that have no vector of the
+// rebuild yet, in the order of their ids, each with the text its vector is made of (less
+// the document prefix). Reading on from the last id walks the chunks once in a rebuild,
+// not again past every chunk made so far at each batch.
+func (s *SiteIndex) PendingChunks(ctx context.Context, after int64, n int) ([]sitesearch.PendingChunk, error) {
+	rows, err := s.db.Pool.Query(ctx, `SELECT id, context || E'\n\n' || body FROM chunks
+		WHERE id > $1 AND embedding_next IS NULL ORDER BY id LIMIT $2`, after, n)
 	if err != nil {
 		return nil, Wrap("postgres.SiteIndex.PendingChunks", err)
 	}

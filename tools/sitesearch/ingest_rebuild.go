@@ -27,14 +27,17 @@ func (in *Ingester) rebuild(ctx context.Context, rb Rebuilder, st *IngestStats) 
 	if b.size <= 0 {
 		b.size = 32
 	}
-	for {
-		chunks, err := rb.PendingChunks(ctx, b.size*rebuildRead)
+	// A chunk written meanwhile gets an id past those read; SwitchRebuild refuses to switch
+	// while any chunk lacks its new vector.
+	for after := int64(0); ; {
+		chunks, err := rb.PendingChunks(ctx, after, b.size*rebuildRead)
 		if err != nil {
 			return err
 		}
 		if len(chunks) == 0 {
 			break
 		}
+		after = chunks[len(chunks)-1].ID
 		ids, vecs, err := b.embedPending(ctx, chunks)
 		if err != nil {
 			return err

@@ -25,8 +25,9 @@ type Rebuilder interface {
 	// BeginRebuild starts a rebuild for m, or resumes the one under way for m; one for
 	// another model is dropped.
 	BeginRebuild(ctx context.Context, m IndexModel) (RebuildState, error)
-	// PendingChunks returns up to n chunks without a vector of the rebuild.
-	PendingChunks(ctx context.Context, n int) ([]PendingChunk, error)
+	// PendingChunks returns up to n chunks with an id past after and no vector of the
+	// rebuild, by id.
+	PendingChunks(ctx context.Context, after int64, n int) ([]PendingChunk, error)
 	// PutNextVectors stores vectors of the rebuild.
 	PutNextVectors(ctx context.Context, ids []int64, vecs [][]float32) error
 	// SwitchRebuild makes the rebuild's vectors the live ones, in one transaction.
